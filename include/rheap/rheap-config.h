@@ -1,0 +1,95 @@
+/* rheap configuration: the values one JSON file carries to every node.
+ *
+ * A config is filled either by rh_config_default() and field assignment, or
+ * by rh_config_load()/rh_config_parse() from JSON. rh_config_check() applies
+ * the same validation to a hand-built struct that the parser applies to JSON,
+ * so both routes reject the same bad values with the same messages.
+ */
+#ifndef RHEAP_CONFIG_H
+#define RHEAP_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifndef RH_API
+#define RH_API __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RH_DEFAULT_BASE 0x400000000000ull
+#define RH_MAX_SERVERS 64
+#define RH_HOST_MAX 256
+#define RH_PATH_MAX 4096
+#define RH_SECRET_MAX 128
+
+typedef enum rh_order {
+	RH_ORDER_DFS = 0, /* default: objects reached together are placed together */
+	RH_ORDER_BFS = 1,
+} rh_order;
+
+typedef struct rh_server_config {
+	char host[RH_HOST_MAX]; /* "host" */
+	uint16_t port; /* "port" */
+	uint64_t partition_size; /* "partition_size", bytes, multiple of the region size */
+} rh_server_config;
+
+typedef struct rh_config {
+	/* "heap": { "base", "size", "region_size" } */
+	uint64_t heap_base; /* default RH_DEFAULT_BASE; aligned to region_size */
+	uint64_t heap_size; /* default 1 GiB; multiple of region_size */
+	uint64_t region_size; /* 0 = chosen from heap_size; power of two 256 KiB..1 GiB */
+
+	/* "cache": { "fraction" } share of the heap the CPU server keeps resident */
+	double cache_fraction; /* (0, 1], default 1.0 */
+
+	/* "transport": { "provider", "timeout_ms" } */
+	char provider[16]; /* "shm" (default), "tcp", "verbs" */
+	uint32_t timeout_ms; /* dead-peer detection bound, default 2000 */
+
+	/* "servers": [ {host, port, partition_size}, ... ]; empty = local heap */
+	rh_server_config servers[RH_MAX_SERVERS];
+	size_t n_servers;
+
+	/* "gc": { ... } */
+	uint32_t pause_budget_us; /* "pause_budget_ms" in JSON; default 50 ms */
+	rh_order order; /* "order": "dfs" | "bfs" */
+	double young_fraction; /* "young_fraction": eden share of free regions, (0,1), default 0.25 */
+	double full_threshold; /* "full_threshold": free-region fraction below which a partial
+                                  collection is followed by a full one, [0,1), default 0.15 */
+	int offload; /* "offload": tracers trace (1, default) or CPU server does all (0) */
+	int tracer_threads; /* "tracer_threads": default 1 */
+	int reorder; /* "reorder": evacuate in traversal order (1, default) or address order (0) */
+	int verify; /* "verify": run the heap verifier after every collection (0 default) */
+
+	/* "secret_file": path of a file (mode 0600 or stricter) holding the shared secret */
+	char secret_file[RH_PATH_MAX];
+	/* the secret itself, read from secret_file by rh_config_load; never logged */
+	uint8_t secret[RH_SECRET_MAX];
+	size_t secret_len;
+} rh_config;
+
+typedef struct rh_error rh_error;
+
+RH_API void rh_config_default(rh_config *cfg);
+
+/* Parse JSON text (NUL-terminated). On error returns RH_ECONFIG and fills err
+ * with a message naming the key and the reason; cfg is then unspecified.
+ * base_dir resolves a relative "secret_file" (NULL = current directory). */
+RH_API int rh_config_parse(const char *json, const char *base_dir, rh_config *cfg, rh_error *err);
+
+/* Load and parse a JSON file. */
+RH_API int rh_config_load(const char *path, rh_config *cfg, rh_error *err);
+
+/* Validate a config built by hand; fills in derived values (region_size 0). */
+RH_API int rh_config_check(rh_config *cfg, rh_error *err);
+
+/* The config as JSON (malloc'd string; the secret is never included). */
+RH_API char *rh_config_to_json(const rh_config *cfg);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

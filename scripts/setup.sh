@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Install rheap's Debian dependencies and build it into ./build.
+# Usage: scripts/setup.sh [extra meson setup args]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PKGS=(
+  meson ninja-build pkg-config gcc clang clang-format
+  libjansson-dev      # config files and the type table (JSON)
+  libunwind-dev       # walking mutator stacks for conservative/precise roots
+  libsodium-dev       # keyed-hash challenge-response in the transport handshake
+  libibverbs-dev librdmacm-dev rdma-core ibverbs-providers  # the verbs provider
+  libgc-dev           # bdwgc: comparison benchmarks only, never linked into librheap
+  libclang-rt-14-dev  # sanitizer and libFuzzer runtimes for clang builds
+)
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+if [ -d build ]; then
+  meson setup --reconfigure build "$@"
+else
+  meson setup build "$@"
+fi
+ninja -C build
