@@ -90,7 +90,8 @@ static inline void *rh_alloc_array(struct rh_mutator *m, uint32_t t, size_t leng
 
 /* Store a reference (or immediate) into a pointer field of a heap object.
  * Post-barrier: the store happens, then cross-region references are
- * recorded. Slots outside the heap (globals, frames) are plain stores. */
+ * recorded. Frame and global slots are not heap fields: store into them
+ * directly (debug builds report rh_write_ref on a slot outside the heap). */
 static inline void rh_write_ref(struct rh_mutator *m, void **slot, void *val)
 {
 	struct rh_mutator_fast *f = (struct rh_mutator_fast *)m;

@@ -220,7 +220,7 @@ typedef struct rh_stats {
 	uint64_t pause_hist[RH_PAUSE_BUCKETS];
 	uint64_t phase_ns[RH_PHASE_COUNT];
 	uint64_t bytes_allocated;
-	uint64_t objects_allocated;
+	uint64_t slow_allocs; /* allocations that took a slow path (TLAB refill, medium, humongous) */
 	uint64_t bytes_copied;
 	uint64_t objects_copied;
 	uint64_t bytes_freed; /* region bytes returned to the free list */

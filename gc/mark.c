@@ -1,0 +1,141 @@
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "common/common.h"
+#include "gc/mark.h"
+#include "gc/object.h"
+
+void rh_marker_init(rh_marker *mk)
+{
+	mk->work = NULL;
+	mk->work_n = mk->work_head = mk->work_cap = 0;
+	mk->order = NULL;
+	mk->n_order = mk->cap_order = 0;
+	mk->bytes_marked = 0;
+	mk->error = 0;
+}
+
+void rh_marker_free(rh_marker *mk)
+{
+	free(mk->work);
+	free(mk->order);
+	rh_marker_init(mk);
+}
+
+void rh_marker_reset(rh_marker *mk)
+{
+	mk->work_n = mk->work_head = 0;
+	mk->n_order = 0;
+	mk->bytes_marked = 0;
+	mk->error = 0;
+}
+
+static void *grow(void *p, size_t *cap, size_t elem)
+{
+	size_t n = *cap ? *cap * 2 : 4096;
+	void *q = realloc(p, n * elem);
+	if (!q)
+		rh_panic("marker: out of memory growing a work list to %zu entries", n);
+	*cap = n;
+	return q;
+}
+
+/* BFS uses work[] as a queue [head, n); DFS as a stack [0, n). */
+static void push(rh_marker *mk, uintptr_t obj)
+{
+	if (mk->work_n == mk->work_cap) {
+		if (mk->order_kind == RH_ORDER_BFS && mk->work_head > 0) {
+			size_t live = mk->work_n - mk->work_head;
+			for (size_t i = 0; i < live; i++)
+				mk->work[i] = mk->work[mk->work_head + i];
+			mk->work_head = 0;
+			mk->work_n = live;
+		}
+		if (mk->work_n == mk->work_cap)
+			mk->work = grow(mk->work, &mk->work_cap, sizeof *mk->work);
+	}
+	mk->work[mk->work_n++] = obj;
+}
+
+/* Set the mark bit and record the object; 0 if it was already marked. */
+static int mark(rh_marker *mk, uintptr_t obj)
+{
+	size_t i = (obj - mk->heap_lo) >> 3;
+	uint64_t bit = 1ull << (i & 63);
+	if (mk->mark_bits[i >> 6] & bit)
+		return 0;
+	mk->mark_bits[i >> 6] |= bit;
+	if (mk->n_order == mk->cap_order)
+		mk->order = grow(mk->order, &mk->cap_order, sizeof *mk->order);
+	mk->order[mk->n_order++] = obj;
+	size_t bytes = rh_hdr_bytes(rh_hdr((void *)obj));
+	mk->live_bytes[(obj - mk->heap_lo) >> mk->region_shift] += bytes;
+	mk->bytes_marked += bytes;
+	return 1;
+}
+
+void rh_marker_root(rh_marker *mk, uintptr_t obj)
+{
+	if (mk->order_kind == RH_ORDER_BFS) {
+		if (mark(mk, obj))
+			push(mk, obj);
+	} else {
+		push(mk, obj);
+	}
+}
+
+struct scan_ctx {
+	rh_marker *mk;
+	uintptr_t *kids; /* DFS: children in field order, pushed reversed */
+	size_t n, cap;
+};
+
+static void visit(void *vctx, void **slot)
+{
+	struct scan_ctx *c = vctx;
+	uintptr_t v = (uintptr_t)*slot;
+	if (!rh_marker_in_set(c->mk, v))
+		return;
+	if (c->mk->order_kind == RH_ORDER_BFS) {
+		if (mark(c->mk, v))
+			push(c->mk, v);
+		return;
+	}
+	if (rh_marker_is_marked(c->mk, v))
+		return;
+	if (c->n == c->cap)
+		c->kids = grow(c->kids, &c->cap, sizeof *c->kids);
+	c->kids[c->n++] = v;
+}
+
+int rh_marker_drain(rh_marker *mk)
+{
+	struct scan_ctx c = {.mk = mk};
+	for (;;) {
+		uintptr_t obj;
+		if (mk->order_kind == RH_ORDER_BFS) {
+			if (mk->work_head == mk->work_n)
+				break;
+			obj = mk->work[mk->work_head++];
+		} else {
+			if (mk->work_n == 0)
+				break;
+			obj = mk->work[--mk->work_n];
+			if (!mark(mk, obj))
+				continue;
+		}
+		c.n = 0;
+		if (rh_object_slots(mk->tt, (void *)obj, visit, &c) < 0 && !mk->error) {
+			mk->error = 1;
+			fprintf(stderr, "rheap: marker: corrupt object header %#llx at %p\n",
+				(unsigned long long)rh_hdr((void *)obj), (void *)obj);
+		}
+		/* Reversed, so the first field is popped (and placed) first. */
+		while (c.n > 0)
+			push(mk, c.kids[--c.n]);
+	}
+	free(c.kids);
+	if (mk->order_kind == RH_ORDER_BFS)
+		mk->work_head = mk->work_n = 0;
+	return mk->error ? -1 : 0;
+}

@@ -1,0 +1,43 @@
+/* Region descriptors: the unit of allocation, collection and (later)
+ * distribution across memory servers.
+ *
+ * Invariants: a region is aligned to its size; [start, top) is parsable
+ * (objects and fillers back to back); a FREE region has top == start, an
+ * empty remembered set and no resident pages; only EDEN regions receive
+ * mutator allocation; a humongous object starts at the start of its HUMONGOUS
+ * region and continues through `span - 1` HUMONGOUS_CONT regions.
+ */
+#ifndef RH_GC_REGION_H
+#define RH_GC_REGION_H
+
+#include <stdint.h>
+
+#include "gc/remset.h"
+
+typedef enum rh_region_kind {
+	RH_REGION_FREE = 0,
+	RH_REGION_EDEN = 1,
+	RH_REGION_OLD = 2,
+	RH_REGION_HUMONGOUS = 3,
+	RH_REGION_HUMONGOUS_CONT = 4,
+} rh_region_kind;
+
+typedef struct rh_region {
+	uintptr_t start;
+	uintptr_t top; /* bump pointer */
+	uintptr_t old_top; /* top at the end of the last collection */
+	uint64_t live_bytes; /* from the last marking that covered this region */
+	uint64_t cached_bytes; /* resident on the CPU server (swap) */
+	uint32_t index;
+	uint32_t survivals; /* collections this region's objects survived */
+	uint32_t span; /* HUMONGOUS: regions the object spans */
+	uint32_t head; /* HUMONGOUS_CONT: index of the HUMONGOUS head */
+	uint8_t kind; /* rh_region_kind */
+	uint8_t in_cset; /* being collected now */
+	uint8_t retain; /* in the collection set but kept in place (pins, failure) */
+	uint8_t starts_valid; /* the collector's object-start bitmap covers it */
+	uint8_t live_known; /* live_bytes is from a marking, not an estimate */
+	rh_remset remset;
+} rh_region;
+
+#endif

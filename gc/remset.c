@@ -1,0 +1,101 @@
+#include <stdlib.h>
+#include <string.h>
+
+#include "gc/remset.h"
+
+static size_t slot_of(uint64_t card, size_t cap)
+{
+	/* Cards of one source region are consecutive: mix them. */
+	uint64_t h = card * 0x9e3779b97f4a7c15ull;
+	return (size_t)(h >> 17) & (cap - 1);
+}
+
+static int insert(uint64_t *tab, size_t cap, uint64_t card)
+{
+	for (size_t i = slot_of(card, cap);; i = (i + 1) & (cap - 1)) {
+		if (tab[i] == card + 1)
+			return 0;
+		if (tab[i] == 0) {
+			tab[i] = card + 1;
+			return 1;
+		}
+	}
+}
+
+static int grow(rh_remset *rs)
+{
+	size_t cap = rs->cap ? rs->cap * 2 : 64;
+	uint64_t *tab = calloc(cap, sizeof *tab);
+	if (!tab)
+		return -1;
+	for (size_t i = 0; i < rs->cap; i++)
+		if (rs->cards[i])
+			insert(tab, cap, rs->cards[i] - 1);
+	free(rs->cards);
+	rs->cards = tab;
+	rs->cap = cap;
+	return 0;
+}
+
+int rh_remset_add(rh_remset *rs, uint64_t card, size_t target_word, size_t region_words)
+{
+	if (!rs->targets) {
+		rs->targets = calloc((region_words + 63) / 64, sizeof(uint64_t));
+		if (!rs->targets)
+			return -1;
+	}
+	rs->targets[target_word / 64] |= 1ull << (target_word % 64);
+	/* Keep the load under 1/2 so probes stay short. */
+	if ((rs->n_cards + 1) * 2 > rs->cap && grow(rs) < 0)
+		return -1;
+	int added = insert(rs->cards, rs->cap, card);
+	rs->n_cards += (size_t)added;
+	return added;
+}
+
+int rh_remset_has_card(const rh_remset *rs, uint64_t card)
+{
+	if (!rs->cap)
+		return 0;
+	for (size_t i = slot_of(card, rs->cap);; i = (i + 1) & (rs->cap - 1)) {
+		if (rs->cards[i] == card + 1)
+			return 1;
+		if (rs->cards[i] == 0)
+			return 0;
+	}
+}
+
+int rh_remset_has_target(const rh_remset *rs, size_t target_word)
+{
+	return rs->targets && (rs->targets[target_word / 64] >> (target_word % 64)) & 1;
+}
+
+void rh_remset_free(rh_remset *rs)
+{
+	free(rs->cards);
+	free(rs->targets);
+	memset(rs, 0, sizeof *rs);
+}
+
+void rh_remset_clear(rh_remset *rs)
+{
+	rh_remset_free(rs);
+}
+
+void rh_remset_filter(rh_remset *rs, int (*keep)(void *ctx, uint64_t card), void *ctx)
+{
+	if (!rs->cap)
+		return;
+	uint64_t *old = rs->cards;
+	size_t cap = rs->cap;
+	uint64_t *tab = calloc(cap, sizeof *tab);
+	if (!tab)
+		return; /* keeping stale cards is safe */
+	size_t n = 0;
+	for (size_t i = 0; i < cap; i++)
+		if (old[i] && keep(ctx, old[i] - 1))
+			n += (size_t)insert(tab, cap, old[i] - 1);
+	free(old);
+	rs->cards = tab;
+	rs->n_cards = n;
+}

@@ -1,0 +1,41 @@
+/* Remembered sets, one per region (the target region).
+ *
+ * The source queue is a set of cards (RH_CARD_SHIFT-byte spans of other
+ * regions) that may hold references into this region; it stays on the CPU
+ * server. The target queue is a bitmap over this region's words, one bit per
+ * referenced address; it is what a tracer receives as roots.
+ *
+ * Invariant (checked by the verifier after every collection): for every
+ * reference slot s outside region R that holds an address a inside R, and
+ * whose source region is not eden, card(s) is in R's source queue and a's
+ * bit is set in R's target queue. Entries may be stale (over-approximate);
+ * they are never missing.
+ */
+#ifndef RH_GC_REMSET_H
+#define RH_GC_REMSET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define RH_CARD_SHIFT 9 /* 512-byte cards */
+
+typedef struct rh_remset {
+	uint64_t *cards; /* open addressing; slot value card+1, 0 = empty */
+	size_t n_cards;
+	size_t cap; /* power of two or 0 */
+	uint64_t *targets; /* bitmap over the region's words, or NULL */
+} rh_remset;
+
+/* Add <card, target word index>. Returns 1 if the card was new, 0 if it was
+ * already present, -1 on allocation failure. */
+int rh_remset_add(rh_remset *rs, uint64_t card, size_t target_word, size_t region_words);
+int rh_remset_has_card(const rh_remset *rs, uint64_t card);
+int rh_remset_has_target(const rh_remset *rs, size_t target_word);
+void rh_remset_clear(rh_remset *rs);
+void rh_remset_free(rh_remset *rs);
+/* Keep only the cards for which keep(ctx, card) returns non-zero. */
+void rh_remset_filter(rh_remset *rs, int (*keep)(void *ctx, uint64_t card), void *ctx);
+
+/* Iterate: for (size_t i = 0; i < rs->cap; i++) if (rs->cards[i]) card = rs->cards[i] - 1; */
+
+#endif

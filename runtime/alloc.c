@@ -1,0 +1,141 @@
+/* Allocation slow paths: TLAB refill from eden regions, humongous objects,
+ * and triggering collections when eden is full. */
+#include <string.h>
+
+#include "runtime/internal.h"
+
+void rh_tlab_retire(rh_mutator *m)
+{
+	/* Keep the region parsable: the unused tail becomes a filler object. */
+	if (m->fast.tlab_end > m->fast.tlab_top)
+		rh_fill((void *)m->fast.tlab_top, m->fast.tlab_end - m->fast.tlab_top);
+	m->bytes_allocated += m->fast.tlab_top - m->tlab_start;
+	m->tlab_start = 0;
+	m->fast.tlab_top = m->fast.tlab_end = 0;
+	m->tlab_region = 0;
+}
+
+/* Carve `bytes` (a TLAB or one medium object) out of eden. alloc_lock held.
+ * Returns 0 when eden is at its limit or no region is free. */
+static uintptr_t eden_carve(rh_heap *h, size_t bytes, bool *limit)
+{
+	*limit = false;
+	if (h->eden_cur) {
+		rh_region *r = &h->regions[h->eden_cur - 1];
+		uintptr_t end = r->start + h->region_size;
+		if (end - r->top >= bytes) {
+			uintptr_t p = r->top;
+			r->top += bytes;
+			return p;
+		}
+		if (end > r->top)
+			rh_fill((void *)r->top, end - r->top);
+		r->top = end;
+		h->eden_cur = 0;
+	}
+	if (h->n_eden >= h->eden_limit) {
+		*limit = true;
+		return 0;
+	}
+	int64_t i = rh_region_take(h, RH_REGION_EDEN);
+	if (i < 0)
+		return 0;
+	rh_region *r = &h->regions[i];
+	h->eden_cur = (uint32_t)i + 1;
+	r->top = r->start + bytes;
+	return r->start;
+}
+
+static void *alloc_humongous(rh_mutator *m, rh_type_id t, size_t bytes, size_t length)
+{
+	rh_heap *h = m->heap;
+	uint32_t n = (uint32_t)((bytes + h->region_size - 1) >> h->region_shift);
+	for (int attempt = 0; attempt < 2; attempt++) {
+		pthread_mutex_lock(&h->alloc_lock);
+		int64_t i = rh_region_take_span(h, n);
+		if (i >= 0) {
+			rh_region *r = &h->regions[i];
+			r->top = r->start + bytes;
+			uint64_t *p = (uint64_t *)r->start;
+			p[0] = rh_header_make(t, bytes);
+			if (length || h->types.types[t].elem_size)
+				p[1] = length;
+			pthread_mutex_unlock(&h->alloc_lock);
+			m->bytes_allocated += bytes;
+			m->slow_allocs++;
+			return p;
+		}
+		pthread_mutex_unlock(&h->alloc_lock);
+		if (attempt == 0)
+			rh_collect_for_alloc(h, m, 1);
+	}
+	rh_set_last_error(RH_ENOMEM,
+			  "heap exhausted: no %u contiguous free regions for a %zu-byte object "
+			  "after a full collection",
+			  n, bytes);
+	return NULL;
+}
+
+void *rh_alloc_slow(rh_mutator *m, rh_type_id t, size_t bytes, size_t length)
+{
+	rh_heap *h = m->heap;
+	RH_CHECK(t > 0 && t < h->types.n, "rh_alloc: type id %u is not registered", t);
+	RH_CHECK(bytes == rh_object_size(h, t, length),
+		 "rh_alloc: size %zu does not match type %u with length %zu", bytes, t, length);
+	if (length >= ((size_t)1 << 32) || bytes >= ((size_t)1 << 40)) {
+		rh_set_last_error(RH_ENOMEM, "allocation of %zu bytes (length %zu) is too large",
+				  bytes, length);
+		return NULL;
+	}
+	rh_safepoint(m);
+	if (bytes > h->region_size / 2)
+		return alloc_humongous(m, t, bytes, length);
+
+	int collections = 0;
+	for (;;) {
+		pthread_mutex_lock(&h->alloc_lock);
+		bool limit;
+		uintptr_t p;
+		if (bytes > h->tlab_size / 4) {
+			/* Medium object: its own chunk, the TLAB stays. */
+			p = eden_carve(h, bytes, &limit);
+			pthread_mutex_unlock(&h->alloc_lock);
+			if (p) {
+				uint64_t *o = (uint64_t *)p;
+				o[0] = rh_header_make(t, bytes);
+				if (h->types.types[t].elem_size)
+					o[1] = length;
+				m->bytes_allocated += bytes;
+				m->slow_allocs++;
+				return o;
+			}
+		} else {
+			rh_tlab_retire(m);
+			p = eden_carve(h, h->tlab_size, &limit);
+			pthread_mutex_unlock(&h->alloc_lock);
+			if (p) {
+				m->fast.tlab_top = p + bytes;
+				m->fast.tlab_end = p + h->tlab_size;
+				m->tlab_start = p;
+				m->tlab_region = rh_region_index(h, p) + 1;
+				uint64_t *o = (uint64_t *)p;
+				o[0] = rh_header_make(t, bytes);
+				if (h->types.types[t].elem_size)
+					o[1] = length;
+				m->slow_allocs++;
+				return o;
+			}
+		}
+		/* Eden is full (or no region is free): collect. The second
+		 * failure escalates to a full collection, the third gives up.
+		 * A collection another thread ran counts as no attempt. */
+		if (collections == 2)
+			break;
+		if (rh_collect_for_alloc(h, m, collections))
+			collections++;
+	}
+	rh_set_last_error(RH_ENOMEM, "heap exhausted: %zu bytes requested, %lu MiB heap full "
+				     "after a full collection",
+			  bytes, (unsigned long)(h->size >> 20));
+	return NULL;
+}

@@ -1,0 +1,586 @@
+/* The CPU server's stop-the-world collection (docs/collector.md).
+ *
+ * Partial: the collection set is every eden region plus the old regions with
+ * the most garbage that fit the pause budget. Roots are the mutators' frames,
+ * stacks and registers, the global slots, and the source-queue cards of the
+ * collection set's remembered sets. Full: every region is in the set and the
+ * roots are the mutators' and globals alone.
+ *
+ * Steps: retire TLABs and file pending barrier entries; mark from the roots
+ * (the marker records traversal order); evacuate in that order (objects that
+ * are pinned, humongous, or in regions kept in place stay put); fix every
+ * reference to a moved object (root slots, remset card slots, fields of
+ * survivors) and re-record each survivor's cross-region references; free
+ * the regions left empty, turn dead objects of kept regions into fillers, and
+ * purge cards that lie in freed regions.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "gc/bitmap.h"
+#include "runtime/internal.h"
+
+typedef struct rh_gc {
+	rh_heap *h;
+	rh_gc_kind kind;
+	void ***slots; /* slots outside the set that hold references into it */
+	size_t n_slots, cap_slots;
+	uint64_t *live; /* per region, from the marker */
+	uint64_t copied_bytes, copied_objects, pinned;
+} rh_gc;
+
+void rh_emit(rh_heap *h, rh_gc_kind kind, rh_phase ph, int begin)
+{
+	static _Thread_local uint64_t phase_start[RH_PHASE_COUNT];
+	uint64_t now = rh_now_ns();
+	if (begin) {
+		phase_start[ph] = now;
+	} else {
+		pthread_mutex_lock(&h->stats_lock);
+		h->stats.phase_ns[ph] += now - phase_start[ph];
+		pthread_mutex_unlock(&h->stats_lock);
+	}
+	if (h->event_fn) {
+		rh_event ev = {kind, ph, begin, h->stats.collections + h->stats.full_collections, now};
+		h->event_fn(&ev, h->event_data);
+	}
+}
+
+static void add_slot(rh_gc *g, void **slot)
+{
+	if (g->n_slots == g->cap_slots) {
+		size_t cap = g->cap_slots ? g->cap_slots * 2 : 1024;
+		void ***s = realloc(g->slots, cap * sizeof *s);
+		if (!s)
+			rh_panic("collector: out of memory for root slots");
+		g->slots = s;
+		g->cap_slots = cap;
+	}
+	g->slots[g->n_slots++] = slot;
+}
+
+/* ---------------------------------------------------------------- roots */
+
+static void precise_root(void *ctx, void **slot)
+{
+	rh_gc *g = ctx;
+	uintptr_t v = (uintptr_t)*slot;
+	if (!rh_marker_in_set(&g->h->marker, v))
+		return;
+	add_slot(g, slot);
+	rh_marker_root(&g->h->marker, v);
+}
+
+static void conservative_root(void *ctx, uintptr_t w)
+{
+	rh_gc *g = ctx;
+	rh_heap *h = g->h;
+	if (!rh_in_heap(h, w) || !h->in_cset[rh_region_index(h, w)])
+		return;
+	rh_region *r = rh_region_of(h, w);
+	if (r->kind == RH_REGION_HUMONGOUS_CONT)
+		r = &h->regions[r->head];
+	if (!r->starts_valid)
+		rh_region_build_starts(h, r);
+	uintptr_t obj = rh_region_object_at(h, r, w);
+	if (!obj || rh_hdr_type(rh_hdr((void *)obj)) == RH_FILLER_TYPE)
+		return;
+	uint64_t *hd = (uint64_t *)obj;
+	r->retain = 1; /* a pinned object keeps its region in place */
+	if (!(*hd & RH_GC_PINNED)) {
+		*hd |= RH_GC_PINNED;
+		g->pinned++;
+	}
+	rh_marker_root(&h->marker, obj);
+}
+
+/* Visit the reference slots of obj that lie in [lo, hi). */
+static void slots_in(rh_gc *g, uintptr_t obj, uintptr_t lo, uintptr_t hi)
+{
+	const rh_type_info *ti = rh_type_get(&g->h->types, rh_hdr_type(rh_hdr((void *)obj)));
+	if (!ti || rh_hdr_type(rh_hdr((void *)obj)) == RH_FILLER_TYPE)
+		return;
+	for (uint32_t i = 0; i < ti->n_ptrs; i++) {
+		uintptr_t a = obj + ti->ptr_offsets[i];
+		if (a >= lo && a < hi)
+			precise_root(g, (void **)a);
+	}
+	if (!ti->elem_size || !ti->n_elem_ptrs)
+		return;
+	uint64_t len = ((uint64_t *)obj)[1];
+	uintptr_t e0 = obj + ti->size;
+	uint64_t first = lo > e0 ? (lo - e0) / ti->elem_size : 0;
+	uint64_t last = hi > e0 ? (hi - e0 + ti->elem_size - 1) / ti->elem_size : 0;
+	if (last > len)
+		last = len;
+	for (uint64_t e = first; e < last; e++)
+		for (uint32_t k = 0; k < ti->n_elem_ptrs; k++) {
+			uintptr_t a = e0 + e * ti->elem_size + ti->elem_ptr_offsets[k];
+			if (a >= lo && a < hi)
+				precise_root(g, (void **)a);
+		}
+}
+
+static void scan_card(rh_gc *g, uint64_t card)
+{
+	rh_heap *h = g->h;
+	uintptr_t lo = h->base + (card << RH_CARD_SHIFT), hi = lo + (1u << RH_CARD_SHIFT);
+	rh_region *sr = rh_region_of(h, lo);
+	if (sr->kind == RH_REGION_FREE || h->in_cset[sr->index])
+		return;
+	if (sr->kind == RH_REGION_HUMONGOUS_CONT)
+		sr = &h->regions[sr->head];
+	if (sr->kind == RH_REGION_HUMONGOUS) {
+		slots_in(g, sr->start, lo, hi);
+		return;
+	}
+	if (!sr->starts_valid)
+		rh_region_build_starts(h, sr);
+	uintptr_t p = rh_region_object_at(h, sr, lo);
+	if (!p)
+		p = lo; /* the card starts at an object boundary or past top */
+	while (p < hi && p < sr->top) {
+		size_t bytes = rh_hdr_bytes(rh_hdr((void *)p));
+		slots_in(g, p, lo, hi);
+		p += bytes;
+	}
+}
+
+static void scan_roots(rh_gc *g)
+{
+	rh_heap *h = g->h;
+	for (rh_mutator *m = h->mutators; m; m = m->next)
+		rh_stack_scan(m, conservative_root, precise_root, g);
+	for (size_t i = 0; i < h->n_globals; i++)
+		precise_root(g, h->globals[i]);
+	if (g->kind == RH_GC_FULL)
+		return;
+	for (uint32_t i = 0; i < h->n_regions; i++) {
+		rh_region *r = &h->regions[i];
+		if (!h->in_cset[i] || !r->remset.cap)
+			continue;
+		for (size_t k = 0; k < r->remset.cap; k++)
+			if (r->remset.cards[k])
+				scan_card(g, r->remset.cards[k] - 1);
+	}
+}
+
+/* ---------------------------------------------------------------- choosing */
+
+static int by_garbage(const void *a, const void *b)
+{
+	const rh_region *x = *(rh_region *const *)a, *y = *(rh_region *const *)b;
+	uint64_t gx = (x->top - x->start) - x->live_bytes, gy = (y->top - y->start) - y->live_bytes;
+	return gx < gy ? 1 : gx > gy ? -1 : (x->index > y->index) - (x->index < y->index);
+}
+
+static void add_to_set(rh_heap *h, rh_region *r)
+{
+	h->in_cset[r->index] = 1;
+	r->in_cset = 1;
+	r->retain = r->kind == RH_REGION_HUMONGOUS || r->kind == RH_REGION_HUMONGOUS_CONT;
+	size_t lo = (r->start - h->base) >> 3;
+	memset(&h->mark_bits[lo >> 6], 0, h->region_size / 64);
+}
+
+static void choose_set(rh_gc *g)
+{
+	rh_heap *h = g->h;
+	if (g->kind == RH_GC_FULL) {
+		for (uint32_t i = 0; i < h->n_regions; i++)
+			if (h->regions[i].kind != RH_REGION_FREE)
+				add_to_set(h, &h->regions[i]);
+		return;
+	}
+	size_t n_cand = 0;
+	rh_region **cand = malloc(h->n_regions * sizeof *cand);
+	uint64_t eden_bytes = 0;
+	for (uint32_t i = 0; i < h->n_regions; i++) {
+		rh_region *r = &h->regions[i];
+		if (r->kind == RH_REGION_EDEN) {
+			add_to_set(h, r);
+			eden_bytes += r->top - r->start;
+		} else if (cand && r->kind == RH_REGION_OLD && r->live_known &&
+			   r->index + 1 != h->dest_region) {
+			uint64_t used = r->top - r->start;
+			if (used && (used - r->live_bytes) * 100 >= used * 35)
+				cand[n_cand++] = r;
+		}
+	}
+	if (!cand)
+		return;
+	qsort(cand, n_cand, sizeof *cand, by_garbage);
+	/* Predict the pause from the bytes to copy: eden survival is unknown
+	 * before marking, so charge a tenth of eden. */
+	double budget = (double)h->cfg.pause_budget_us * 1000.0;
+	double cost = (double)eden_bytes / 10 * h->copy_ns_per_byte;
+	uint64_t copy_room = (uint64_t)h->n_free * h->region_size;
+	for (size_t i = 0; i < n_cand; i++) {
+		double c = (double)cand[i]->live_bytes * h->copy_ns_per_byte;
+		if (cost + c > budget || cand[i]->live_bytes > copy_room)
+			break;
+		cost += c;
+		copy_room -= cand[i]->live_bytes;
+		add_to_set(h, cand[i]);
+	}
+	free(cand);
+}
+
+/* ---------------------------------------------------------------- evacuation */
+
+static uintptr_t dest_alloc(rh_heap *h, size_t bytes)
+{
+	if (h->dest_region) {
+		rh_region *d = &h->regions[h->dest_region - 1];
+		uintptr_t end = d->start + h->region_size;
+		if (end - d->top >= bytes) {
+			uintptr_t p = d->top;
+			d->top += bytes;
+			d->live_bytes += bytes;
+			return p;
+		}
+		if (end > d->top)
+			rh_fill((void *)d->top, end - d->top);
+		d->top = end;
+		h->dest_region = 0;
+	}
+	int64_t i = rh_region_take(h, RH_REGION_OLD);
+	if (i < 0)
+		return 0;
+	rh_region *d = &h->regions[i];
+	d->live_known = 1;
+	d->top = d->start + bytes;
+	d->live_bytes = bytes;
+	h->dest_region = (uint32_t)i + 1;
+	return d->start;
+}
+
+static int by_address(const void *a, const void *b)
+{
+	uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+	return (x > y) - (x < y);
+}
+
+static void evacuate(rh_gc *g)
+{
+	rh_heap *h = g->h;
+	rh_marker *mk = &h->marker;
+	if (!h->cfg.reorder)
+		qsort(mk->order, mk->n_order, sizeof *mk->order, by_address);
+	for (size_t i = 0; i < mk->n_order; i++) {
+		uintptr_t obj = mk->order[i];
+		rh_region *r = rh_region_of(h, obj);
+		uint64_t hd = rh_hdr((void *)obj);
+		if (r->retain || (hd & RH_GC_PINNED))
+			continue;
+		size_t bytes = rh_hdr_bytes(hd);
+		uintptr_t to = dest_alloc(h, bytes);
+		if (!to) {
+			/* Out of space: the object and its region stay in place. */
+			r->retain = 1;
+			continue;
+		}
+		memcpy((void *)to, (void *)obj, bytes);
+		*(uint64_t *)obj = (uint64_t)to | RH_HDR_FWD;
+		g->copied_bytes += bytes;
+		g->copied_objects++;
+	}
+}
+
+/* ---------------------------------------------------------------- fixing */
+
+static inline uintptr_t forwarded(rh_heap *h, uintptr_t v)
+{
+	if (!rh_marker_in_set(&h->marker, v))
+		return v;
+	uint64_t hd = rh_hdr((void *)v);
+	return rh_hdr_is_fwd(hd) ? (uintptr_t)rh_hdr_fwd_addr(hd) : v;
+}
+
+static void fix_field(void *ctx, void **slot)
+{
+	rh_heap *h = ctx;
+	uintptr_t v = forwarded(h, (uintptr_t)*slot);
+	*slot = (void *)v;
+	if (rh_is_ref(h, v) && rh_region_index(h, v) != rh_region_index(h, (uintptr_t)slot))
+		rh_remember(h, (uintptr_t)slot, v);
+}
+
+static void fix_all(rh_gc *g)
+{
+	rh_heap *h = g->h;
+	for (size_t i = 0; i < g->n_slots; i++) {
+		void **slot = g->slots[i];
+		uintptr_t v = forwarded(h, (uintptr_t)*slot);
+		*slot = (void *)v;
+		if (rh_in_heap(h, (uintptr_t)slot) &&
+		    rh_region_index(h, v) != rh_region_index(h, (uintptr_t)slot))
+			rh_remember(h, (uintptr_t)slot, v);
+	}
+	rh_marker *mk = &h->marker;
+	for (size_t i = 0; i < mk->n_order; i++) {
+		uintptr_t obj = forwarded(h, mk->order[i]);
+		if (rh_object_slots(&h->types, (void *)obj, fix_field, h) < 0)
+			rh_panic("collector: corrupt object at %p after evacuation", (void *)obj);
+	}
+}
+
+/* ---------------------------------------------------------------- reclaiming */
+
+/* A region kept in place: dead and moved-out objects become fillers. */
+static void keep_region(rh_gc *g, rh_region *r)
+{
+	rh_heap *h = g->h;
+	uint64_t live = 0;
+	uintptr_t dead_start = 0;
+	for (uintptr_t p = r->start; p < r->top;) {
+		uint64_t hd = rh_hdr((void *)p);
+		size_t bytes;
+		bool alive;
+		if (rh_hdr_is_fwd(hd)) {
+			bytes = rh_hdr_bytes(rh_hdr(rh_hdr_fwd_addr(hd)));
+			alive = false;
+		} else {
+			bytes = rh_hdr_bytes(hd);
+			alive = rh_bit_get(h->mark_bits, (p - h->base) >> 3) &&
+				rh_hdr_type(hd) != RH_FILLER_TYPE;
+		}
+		if (alive) {
+			if (dead_start)
+				rh_fill((void *)dead_start, p - dead_start);
+			dead_start = 0;
+			*(uint64_t *)p = hd & ~RH_GC_PINNED;
+			live += bytes;
+		} else if (!dead_start) {
+			dead_start = p;
+		}
+		p += bytes;
+	}
+	if (dead_start)
+		rh_fill((void *)dead_start, r->top - dead_start);
+	if (r->kind == RH_REGION_EDEN) {
+		pthread_mutex_lock(&h->alloc_lock);
+		r->kind = RH_REGION_OLD;
+		h->n_eden--;
+		h->n_old++;
+		pthread_mutex_unlock(&h->alloc_lock);
+	}
+	r->live_bytes = live;
+	r->live_known = 1;
+	r->survivals++;
+}
+
+static int card_alive(void *ctx, uint64_t card)
+{
+	rh_heap *h = ctx;
+	return h->regions[((card << RH_CARD_SHIFT)) >> h->region_shift].kind != RH_REGION_FREE;
+}
+
+static void reclaim(rh_gc *g)
+{
+	rh_heap *h = g->h;
+	uint64_t freed = 0;
+	for (uint32_t i = 0; i < h->n_regions; i++) {
+		rh_region *r = &h->regions[i];
+		if (!h->in_cset[i] || r->kind == RH_REGION_HUMONGOUS_CONT)
+			continue;
+		if (r->kind == RH_REGION_HUMONGOUS) {
+			if (rh_bit_get(h->mark_bits, (r->start - h->base) >> 3)) {
+				*(uint64_t *)r->start &= ~RH_GC_PINNED;
+				r->live_bytes = rh_hdr_bytes(rh_hdr((void *)r->start));
+				r->live_known = 1;
+			} else {
+				freed += (uint64_t)r->span * h->region_size;
+				rh_region_release(h, r);
+			}
+		} else if (r->retain) {
+			keep_region(g, r);
+		} else {
+			freed += h->region_size;
+			if (h->eden_cur == i + 1)
+				h->eden_cur = 0;
+			rh_region_release(h, r);
+		}
+	}
+	for (uint32_t i = 0; i < h->n_regions; i++) {
+		rh_region *r = &h->regions[i];
+		h->in_cset[i] = 0;
+		r->in_cset = 0;
+		r->retain = 0;
+		r->starts_valid = 0;
+		r->old_top = r->top;
+	}
+	/* Cards that lie in freed regions are stale. */
+	uint64_t cards = 0;
+	for (uint32_t i = 0; i < h->n_regions; i++) {
+		rh_region *r = &h->regions[i];
+		if (r->remset.n_cards)
+			rh_remset_filter(&r->remset, card_alive, h);
+		cards += r->remset.n_cards;
+	}
+	h->remset_cards = cards;
+	h->eden_cur = 0;
+	uint32_t limit = (uint32_t)(h->n_free * h->cfg.young_fraction);
+	h->eden_limit = limit ? limit : 1;
+	pthread_mutex_lock(&h->stats_lock);
+	h->stats.bytes_freed += freed;
+	pthread_mutex_unlock(&h->stats_lock);
+}
+
+/* ---------------------------------------------------------------- driver */
+
+static void fold_mutator_counters(rh_heap *h)
+{
+	pthread_mutex_lock(&h->stats_lock);
+	for (rh_mutator *m = h->mutators; m; m = m->next) {
+		rh_tlab_retire(m);
+		h->stats.bytes_allocated += m->bytes_allocated;
+		h->stats.slow_allocs += m->slow_allocs;
+		h->stats.barrier_slow += m->barrier_slow;
+		m->bytes_allocated = m->slow_allocs = m->barrier_slow = 0;
+	}
+	pthread_mutex_unlock(&h->stats_lock);
+}
+
+static void collect(rh_heap *h, rh_gc_kind kind)
+{
+	rh_gc g = {.h = h, .kind = kind};
+	g.live = calloc(h->n_regions, sizeof *g.live);
+	if (!g.live)
+		rh_panic("collector: out of memory");
+	rh_marker *mk = &h->marker;
+	rh_marker_reset(mk);
+	mk->tt = &h->types;
+	mk->heap_lo = h->base;
+	mk->heap_size = h->size;
+	mk->region_shift = h->region_shift;
+	mk->in_set = h->in_cset;
+	mk->mark_bits = h->mark_bits;
+	mk->order_kind = h->cfg.order;
+	mk->live_bytes = g.live;
+
+	rh_emit(h, kind, RH_PHASE_ROOTS, 1);
+	if (h->dest_region && kind == RH_GC_FULL)
+		h->dest_region = 0;
+	choose_set(&g);
+	if (h->dest_region && h->in_cset[h->dest_region - 1])
+		h->dest_region = 0;
+	scan_roots(&g);
+	rh_emit(h, kind, RH_PHASE_ROOTS, 0);
+
+	rh_emit(h, kind, RH_PHASE_MARK, 1);
+	if (rh_marker_drain(mk) < 0)
+		rh_panic("collector: corrupt object met while marking (see above)");
+	rh_emit(h, kind, RH_PHASE_MARK, 0);
+
+	if (kind == RH_GC_FULL) {
+		/* Dense regions stay where they are; copying them buys little. */
+		for (uint32_t i = 0; i < h->n_regions; i++) {
+			rh_region *r = &h->regions[i];
+			uint64_t used = r->top - r->start;
+			if (h->in_cset[i] && r->kind == RH_REGION_OLD && used &&
+			    g.live[i] * 100 >= used * 85)
+				r->retain = 1;
+		}
+		for (uint32_t i = 0; i < h->n_regions; i++)
+			rh_remset_clear(&h->regions[i].remset);
+	}
+
+	rh_emit(h, kind, RH_PHASE_EVACUATE, 1);
+	uint64_t t0 = rh_now_ns();
+	evacuate(&g);
+	uint64_t evac_ns = rh_now_ns() - t0;
+	if (g.copied_bytes > 65536)
+		h->copy_ns_per_byte = 0.7 * h->copy_ns_per_byte +
+				      0.3 * (double)evac_ns / (double)g.copied_bytes;
+	rh_emit(h, kind, RH_PHASE_EVACUATE, 0);
+
+	rh_emit(h, kind, RH_PHASE_FIXUP, 1);
+	fix_all(&g);
+	rh_emit(h, kind, RH_PHASE_FIXUP, 0);
+
+	rh_emit(h, kind, RH_PHASE_RECLAIM, 1);
+	reclaim(&g);
+	rh_emit(h, kind, RH_PHASE_RECLAIM, 0);
+
+	pthread_mutex_lock(&h->stats_lock);
+	h->stats.bytes_copied += g.copied_bytes;
+	h->stats.objects_copied += g.copied_objects;
+	h->stats.bytes_marked_cpu += mk->bytes_marked;
+	h->stats.pinned_objects += g.pinned;
+	if (kind == RH_GC_FULL)
+		h->stats.full_collections++;
+	else
+		h->stats.collections++;
+	pthread_mutex_unlock(&h->stats_lock);
+	free(g.slots);
+	free(g.live);
+
+	if (h->verify) {
+		rh_emit(h, kind, RH_PHASE_VERIFY, 1);
+		size_t bad = rh_verify_heap(h);
+		rh_emit(h, kind, RH_PHASE_VERIFY, 0);
+		if (bad)
+			rh_panic("heap verifier: %zu problem(s) after a %s collection (see above)",
+				 bad, kind == RH_GC_FULL ? "full" : "partial");
+	}
+}
+
+static void collect_stopped(rh_heap *h, rh_gc_kind kind, uint64_t t_start)
+{
+	pthread_mutex_lock(&h->remset_lock);
+	fold_mutator_counters(h);
+	rh_barrier_drain(h);
+	collect(h, kind);
+	/* Partial collections that leave too little free trigger a full one. */
+	if (kind == RH_GC_PARTIAL && h->n_free < h->n_regions * h->cfg.full_threshold) {
+		rh_stats_record_pause(h, kind, rh_now_ns() - t_start);
+		t_start = rh_now_ns();
+		kind = RH_GC_FULL;
+		collect(h, kind);
+	}
+	pthread_mutex_unlock(&h->remset_lock);
+	rh_stats_record_pause(h, kind, rh_now_ns() - t_start);
+}
+
+int rh_collect_for_alloc(rh_heap *h, rh_mutator *self, int full)
+{
+	rh_gc_kind kind = full ? RH_GC_FULL : RH_GC_PARTIAL;
+	uint64_t t0 = rh_now_ns();
+	if (!rh_stw_begin(h, self))
+		return 0;
+	/* Only the winner reports the stop phase; its length is the wait. */
+	rh_emit(h, kind, RH_PHASE_STOP, 1);
+	rh_emit(h, kind, RH_PHASE_STOP, 0);
+	pthread_mutex_lock(&h->stats_lock);
+	h->stats.phase_ns[RH_PHASE_STOP] += rh_now_ns() - t0;
+	pthread_mutex_unlock(&h->stats_lock);
+	collect_stopped(h, kind, t0);
+	rh_stw_end(h);
+	return 1;
+}
+
+int rh_collect(rh_mutator *m, int full)
+{
+	RH_CHECK(m && m->magic == RH_MUTATOR_MAGIC, "rh_collect: not an attached mutator");
+	RH_CHECK(pthread_equal(m->thread, pthread_self()),
+		 "rh_collect: mutator used from a thread other than the one that attached it");
+	RH_CHECK(m->state == RH_M_RUNNING, "rh_collect: mutator is parked");
+	while (!rh_collect_for_alloc(m->heap, m, full))
+		;
+	return RH_OK;
+}
+
+size_t rh_verify(rh_mutator *m)
+{
+	rh_heap *h = m->heap;
+	while (!rh_stw_begin(h, m))
+		;
+	pthread_mutex_lock(&h->remset_lock);
+	fold_mutator_counters(h);
+	rh_barrier_drain(h);
+	size_t bad = rh_verify_heap(h);
+	pthread_mutex_unlock(&h->remset_lock);
+	rh_stw_end(h);
+	return bad;
+}

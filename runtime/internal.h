@@ -1,0 +1,223 @@
+/* CPU-server runtime internals: the heap, mutators, and the functions the
+ * runtime's files share. Not exported.
+ *
+ * Locking (docs/runtime.md has the full protocol):
+ *  - heap->lock guards the mutator list, mutator states, stw_active, the
+ *    globals and frame ranges. Mutators take it only on slow paths.
+ *  - heap->alloc_lock guards the region table's allocation state (free
+ *    list, eden region, kinds) outside collections.
+ *  - heap->remset_lock guards every region's remembered set and the list
+ *    of full barrier buffers; the transfer thread holds it while it files a
+ *    buffer; a collection holds it from start to end.
+ *  - stw_active (under heap->lock) makes one thread the collector.
+ * Order: lock → remset_lock → alloc_lock.
+ */
+#ifndef RH_RUNTIME_INTERNAL_H
+#define RH_RUNTIME_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+
+#include "common/common.h"
+#include "gc/mark.h"
+#include "gc/object.h"
+#include "gc/region.h"
+#include "gc/types.h"
+#include "rheap/rheap.h"
+
+#define RH_MUTATOR_MAGIC 0x72686d7574617472ull /* "rhmutatr" */
+#define RH_MUTATOR_DEAD 0x646561646d757461ull
+#define RH_BQ_CAP 1024 /* barrier queue entries per buffer */
+#define RH_GC_PINNED 2ull /* header gc bit: conservatively referenced */
+
+enum rh_mstate {
+	RH_M_RUNNING = 0,
+	RH_M_STOPPED = 1, /* at a safepoint, waiting for the collection to end */
+	RH_M_PARKED = 2,
+	RH_M_COLLECTING = 3, /* this mutator's thread runs the collection */
+};
+
+/* A barrier buffer: <slot, value> pairs recorded by one mutator. */
+typedef struct rh_bqbuf {
+	struct rh_bqbuf *next;
+	size_t n;
+	uintptr_t e[RH_BQ_CAP][2];
+} rh_bqbuf;
+
+/* A stack range or a precise frame captured at a safepoint. */
+typedef struct rh_stack_seg {
+	uintptr_t lo, hi; /* [lo, hi) */
+	int precise; /* index into heap->ranges + 1, or 0 = conservative */
+} rh_stack_seg;
+
+struct rh_mutator {
+	struct rh_mutator_fast fast; /* must be first: the inline ABI */
+	uint64_t magic;
+	rh_heap *heap;
+	pthread_t thread;
+	int state; /* enum rh_mstate, under heap->lock */
+	rh_frame *frames;
+	uintptr_t stack_hi; /* highest address of the thread's stack */
+
+	/* Captured when the mutator stops or parks. */
+	unw_context_t regs;
+	rh_stack_seg *segs;
+	size_t n_segs, cap_segs;
+
+	uintptr_t tlab_region; /* region index + 1 of the TLAB, 0 = none */
+	rh_bqbuf *bq;
+	uint64_t bytes_allocated; /* folded into stats at each collection */
+	uint64_t slow_allocs;
+	uint64_t barrier_slow;
+	uintptr_t tlab_start;
+
+	struct rh_mutator *next, *prev;
+};
+
+typedef struct rh_frame_range {
+	uintptr_t lo, hi;
+	rh_frame_fn fn;
+	void *data;
+} rh_frame_range;
+
+struct rh_heap {
+	rh_config cfg;
+	uintptr_t base;
+	uintptr_t size;
+	uintptr_t region_size;
+	uint32_t region_shift;
+	uint32_t n_regions;
+	size_t tlab_size;
+	rh_region *regions;
+	uint8_t *in_cset; /* per region, for the marker */
+
+	rh_type_table types;
+	bool types_closed; /* a mutator attached: the table is final */
+
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	rh_mutator *mutators;
+	size_t n_mutators;
+	rh_mutator *graveyard; /* detached (debug builds keep them to catch reuse) */
+	bool stw_active;
+	uint64_t gc_epoch;
+	void ***globals;
+	size_t n_globals, cap_globals;
+	rh_frame_range *ranges;
+	size_t n_ranges;
+	bool conservative;
+
+	pthread_mutex_t alloc_lock;
+	uint32_t *free_list; /* stack of free region indices */
+	uint32_t n_free;
+	uint32_t eden_cur; /* region index + 1 currently carved into TLABs */
+	uint32_t n_eden;
+	uint32_t eden_limit;
+	uint32_t n_old, n_humongous;
+
+	pthread_mutex_t remset_lock;
+	pthread_cond_t bq_cond;
+	rh_bqbuf *bq_full; /* buffers waiting for the transfer thread */
+	rh_bqbuf *bq_spare;
+	uint64_t remset_cards; /* cards over all source queues */
+	pthread_t transfer;
+	bool transfer_stop;
+
+	/* Collector state, used with the world stopped. */
+	uint64_t *mark_bits; /* heap-wide */
+	uint64_t *start_bits; /* heap-wide object starts, valid per region */
+	rh_marker marker;
+	double copy_ns_per_byte; /* measured evacuation cost, for the pause budget */
+	uint32_t dest_region; /* region index + 1 receiving survivors */
+
+	rh_event_fn event_fn;
+	void *event_data;
+
+	pthread_mutex_t stats_lock;
+	rh_stats stats;
+	uint64_t *pauses; /* recorded pause times for percentiles */
+	size_t n_pauses, cap_pauses;
+	uint64_t used_bytes; /* for peak_used_bytes */
+
+	bool verify;
+};
+
+/* ---- regions (region.c) ---- */
+static inline uint32_t rh_region_index(const rh_heap *h, uintptr_t a)
+{
+	return (uint32_t)((a - h->base) >> h->region_shift);
+}
+static inline rh_region *rh_region_of(rh_heap *h, uintptr_t a)
+{
+	return &h->regions[rh_region_index(h, a)];
+}
+static inline bool rh_in_heap(const rh_heap *h, uintptr_t a)
+{
+	return a - h->base < h->size;
+}
+static inline bool rh_is_ref(const rh_heap *h, uintptr_t v)
+{
+	return (v & 7) == 0 && v - h->base < h->size;
+}
+/* Take a free region (alloc_lock held); -1 if none. */
+int64_t rh_region_take(rh_heap *h, rh_region_kind kind);
+/* Take `n` contiguous free regions for a humongous object; -1 if none. */
+int64_t rh_region_take_span(rh_heap *h, uint32_t n);
+/* Return a region (and a humongous span) to the free list, dropping its
+ * pages and its remembered set. */
+void rh_region_release(rh_heap *h, rh_region *r);
+/* Build the object-start bitmap for a region by walking it. */
+void rh_region_build_starts(rh_heap *h, rh_region *r);
+/* The object containing address a in region r (starts must be valid), or 0. */
+uintptr_t rh_region_object_at(rh_heap *h, rh_region *r, uintptr_t a);
+
+/* ---- mutators and safepoints (mutator.c, stack.c) ---- */
+/* Stop the world with the calling thread as collector: true. If another
+ * thread is collecting, wait for it to finish (as a stopped mutator) and
+ * return false. */
+bool rh_stw_begin(rh_heap *h, rh_mutator *self);
+void rh_stw_end(rh_heap *h);
+void rh_stack_capture(rh_mutator *m);
+/* Conservative words and precise slots of a stopped mutator. */
+typedef void (*rh_word_fn)(void *ctx, uintptr_t word);
+void rh_stack_scan(rh_mutator *m, rh_word_fn conservative, rh_slot_visitor precise, void *ctx);
+void rh_tlab_retire(rh_mutator *m);
+
+/* ---- barrier and remembered sets (barrier.c) ---- */
+int rh_barrier_start(rh_heap *h);
+void rh_barrier_stop(rh_heap *h);
+/* With the world stopped and remset_lock held: file every pending entry. */
+void rh_barrier_drain(rh_heap *h);
+/* File one cross-region reference (remset_lock held). */
+void rh_remember(rh_heap *h, uintptr_t slot, uintptr_t target);
+void rh_bq_flush(rh_mutator *m);
+
+/* ---- collection (collect.c, evacuate.c, verify.c) ---- */
+/* Collect (partial, or full if `full`), the calling thread being mutator
+ * `self`. Returns 1 if this thread collected, 0 if another thread's
+ * collection ran meanwhile. */
+int rh_collect_for_alloc(rh_heap *h, rh_mutator *self, int full);
+size_t rh_verify_heap(rh_heap *h);
+void rh_emit(rh_heap *h, rh_gc_kind kind, rh_phase ph, int begin);
+
+/* ---- stats (stats.c) ---- */
+void rh_stats_record_pause(rh_heap *h, rh_gc_kind kind, uint64_t ns);
+
+/* Thread-local last error. */
+void rh_set_last_error(int code, const char *fmt, ...) RH_PRINTF(2, 3);
+
+#if RH_DEBUG_CHECKS
+#define RH_CHECK(cond, ...)                                                                        \
+	do {                                                                                       \
+		if (!(cond))                                                                       \
+			rh_panic(__VA_ARGS__);                                                     \
+	} while (0)
+#else
+#define RH_CHECK(cond, ...) ((void)0)
+#endif
+
+#endif

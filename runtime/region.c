@@ -1,0 +1,150 @@
+/* The region table: free list, humongous spans, parsing regions. */
+#include <string.h>
+#include <sys/mman.h>
+
+#include "gc/bitmap.h"
+#include "runtime/internal.h"
+
+static void set_kind(rh_heap *h, rh_region *r, rh_region_kind kind)
+{
+	switch (r->kind) {
+	case RH_REGION_EDEN:
+		h->n_eden--;
+		break;
+	case RH_REGION_OLD:
+		h->n_old--;
+		break;
+	case RH_REGION_HUMONGOUS:
+	case RH_REGION_HUMONGOUS_CONT:
+		h->n_humongous--;
+		break;
+	default:
+		break;
+	}
+	r->kind = (uint8_t)kind;
+	switch (kind) {
+	case RH_REGION_EDEN:
+		h->n_eden++;
+		break;
+	case RH_REGION_OLD:
+		h->n_old++;
+		break;
+	case RH_REGION_HUMONGOUS:
+	case RH_REGION_HUMONGOUS_CONT:
+		h->n_humongous++;
+		break;
+	default:
+		break;
+	}
+}
+
+int64_t rh_region_take(rh_heap *h, rh_region_kind kind)
+{
+	if (h->n_free == 0)
+		return -1;
+	uint32_t i = h->free_list[--h->n_free];
+	rh_region *r = &h->regions[i];
+	r->top = r->old_top = r->start;
+	r->live_bytes = 0;
+	r->live_known = 0;
+	r->survivals = 0;
+	set_kind(h, r, kind);
+	return i;
+}
+
+int64_t rh_region_take_span(rh_heap *h, uint32_t n)
+{
+	/* First fit over the table; humongous allocation is rare. */
+	uint32_t run = 0;
+	for (uint32_t i = 0; i < h->n_regions; i++) {
+		run = h->regions[i].kind == RH_REGION_FREE ? run + 1 : 0;
+		if (run < n)
+			continue;
+		uint32_t first = i + 1 - n;
+		/* Remove the span from the free list (it is small: n_free entries). */
+		uint32_t k = 0;
+		for (uint32_t j = 0; j < h->n_free; j++) {
+			uint32_t idx = h->free_list[j];
+			if (idx < first || idx > i)
+				h->free_list[k++] = idx;
+		}
+		h->n_free = k;
+		for (uint32_t j = first; j <= i; j++) {
+			rh_region *r = &h->regions[j];
+			r->top = r->old_top = r->start;
+			r->live_bytes = 0;
+			r->live_known = 0;
+			r->survivals = 0;
+			r->span = j == first ? n : 0;
+			r->head = first;
+			set_kind(h, r, j == first ? RH_REGION_HUMONGOUS : RH_REGION_HUMONGOUS_CONT);
+		}
+		return first;
+	}
+	return -1;
+}
+
+static void release_one(rh_heap *h, rh_region *r)
+{
+	/* Pages go back to the OS: a freed region costs no memory. */
+	madvise((void *)r->start, h->region_size, MADV_DONTNEED);
+	rh_remset_free(&r->remset);
+	r->top = r->old_top = r->start;
+	r->live_bytes = 0;
+	r->live_known = 0;
+	r->survivals = 0;
+	r->span = 0;
+	r->head = 0;
+	r->retain = 0;
+	r->starts_valid = 0;
+	set_kind(h, r, RH_REGION_FREE);
+	h->free_list[h->n_free++] = r->index;
+}
+
+void rh_region_release(rh_heap *h, rh_region *r)
+{
+	uint32_t span = r->kind == RH_REGION_HUMONGOUS ? r->span : 1;
+	for (uint32_t j = 0; j < span; j++)
+		release_one(h, &h->regions[r->index + j]);
+}
+
+void rh_region_build_starts(rh_heap *h, rh_region *r)
+{
+	size_t lo = (r->start - h->base) >> 3;
+	memset(&h->start_bits[lo >> 6], 0, h->region_size / 64);
+	if (r->kind == RH_REGION_HUMONGOUS_CONT) {
+		r->starts_valid = 1;
+		return;
+	}
+	for (uintptr_t p = r->start; p < r->top;) {
+		uint64_t hd = rh_hdr((void *)p);
+		size_t bytes = rh_hdr_is_fwd(hd) ? rh_hdr_bytes(rh_hdr(rh_hdr_fwd_addr(hd)))
+						 : rh_hdr_bytes(hd);
+		if (bytes == 0)
+			rh_panic("region %u: object at %p has size 0 (heap corrupt)", r->index,
+				 (void *)p);
+		rh_bit_set(h->start_bits, (p - h->base) >> 3);
+		p += bytes;
+	}
+	r->starts_valid = 1;
+}
+
+uintptr_t rh_region_object_at(rh_heap *h, rh_region *r, uintptr_t a)
+{
+	if (r->kind == RH_REGION_HUMONGOUS_CONT)
+		r = &h->regions[r->head];
+	if (r->kind == RH_REGION_HUMONGOUS) {
+		uintptr_t end = r->start + rh_hdr_bytes(rh_hdr((void *)r->start));
+		return a >= r->start && a < end ? r->start : 0;
+	}
+	if (a >= r->top)
+		return 0;
+	size_t lo = (r->start - h->base) >> 3;
+	size_t i = rh_bit_prev(h->start_bits, (a - h->base) >> 3, lo);
+	if (i == SIZE_MAX)
+		return 0;
+	uintptr_t obj = h->base + (i << 3);
+	if (a >= obj + rh_hdr_bytes(rh_hdr((void *)obj)))
+		return 0;
+	return obj;
+}
