@@ -382,7 +382,9 @@ static void reclaim(rh_gc *g)
 	uint64_t freed = 0;
 	for (uint32_t i = 0; i < h->n_regions; i++) {
 		rh_region *r = &h->regions[i];
-		if (!h->in_cset[i] || r->kind == RH_REGION_HUMONGOUS_CONT)
+		/* Continuations go with their head (and are FREE once it is). */
+		if (!h->in_cset[i] || r->kind == RH_REGION_HUMONGOUS_CONT ||
+		    r->kind == RH_REGION_FREE)
 			continue;
 		if (r->kind == RH_REGION_HUMONGOUS) {
 			if (rh_bit_get(h->mark_bits, (r->start - h->base) >> 3)) {

@@ -63,6 +63,10 @@ static int init_regions(rh_heap *h, rh_error *err)
 
 rh_heap *rh_heap_open(const rh_config *cfg_in, rh_error *err)
 {
+	if (!cfg_in) {
+		rh_err_set(err, RH_EINVAL, "rh_heap_open: config is NULL");
+		return NULL;
+	}
 	rh_config cfg = *cfg_in;
 	if (rh_config_check(&cfg, err) != RH_OK)
 		return NULL;
