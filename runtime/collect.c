@@ -422,6 +422,12 @@ static void reclaim(rh_gc *g)
 	}
 	h->remset_cards = cards;
 	h->eden_cur = 0;
+	if (h->remote && h->n_freed) {
+		rh_error e;
+		/* A lost host is reported by the monitor; nothing to add here. */
+		rh_remote_free(h->remote, h->freed, h->n_freed, h->region_shift, h->base, &e);
+		h->n_freed = 0;
+	}
 	uint32_t limit = (uint32_t)(h->n_free * h->cfg.young_fraction);
 	h->eden_limit = limit ? limit : 1;
 	pthread_mutex_lock(&h->stats_lock);

@@ -82,7 +82,7 @@ static const char *fmt_size(uint64_t v, char buf[40])
 	for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
 		if (v >= units[i].unit && v % units[i].unit == 0) {
 			snprintf(buf, 40, "%llu %s", (unsigned long long)(v / units[i].unit),
-				 units[i].name);
+			         units[i].name);
 			return buf;
 		}
 	}
@@ -145,8 +145,8 @@ static int check_provider(const struct ctx *c, const char *p, size_t cap)
 	if (!memchr(p, 0, cap))
 		return fail(c, "transport.provider", "not NUL-terminated");
 	if (strcmp(p, "shm") && strcmp(p, "tcp") && strcmp(p, "verbs"))
-		return fail(c, "transport.provider", "expected \"shm\", \"tcp\" or \"verbs\", got \"%s\"",
-			    p);
+		return fail(c, "transport.provider",
+		            "expected \"shm\", \"tcp\" or \"verbs\", got \"%s\"", p);
 	return 0;
 }
 
@@ -167,30 +167,31 @@ static int check_heap(const struct ctx *c, const rh_config *cfg, uint64_t *regio
 	const char *how = derived ? "derived " : "";
 	if (cfg->heap_size % r)
 		return fail(c, "heap.size", "%s is not a multiple of the %sregion size (%s)",
-			    fmt_size(cfg->heap_size, a), how, fmt_size(r, b));
+		            fmt_size(cfg->heap_size, a), how, fmt_size(r, b));
 	if (cfg->heap_size / r < MIN_REGIONS)
 		return fail(c, "heap.size", "%s holds %llu regions of %s; at least %d are needed",
-			    fmt_size(cfg->heap_size, a), (unsigned long long)(cfg->heap_size / r),
-			    fmt_size(r, b), MIN_REGIONS);
+		            fmt_size(cfg->heap_size, a), (unsigned long long)(cfg->heap_size / r),
+		            fmt_size(r, b), MIN_REGIONS);
 	if (cfg->heap_base == 0)
 		return fail(c, "heap.base", "0 is not allowed (it is the null pointer)");
 	if (cfg->heap_base >= USER_TOP)
-		return fail(c, "heap.base", "0x%llx is not a user-space address (must be below 0x%llx)",
-			    (unsigned long long)cfg->heap_base, USER_TOP);
+		return fail(c, "heap.base",
+		            "0x%llx is not a user-space address (must be below 0x%llx)",
+		            (unsigned long long)cfg->heap_base, USER_TOP);
 	if (cfg->heap_base % r)
 		return fail(c, "heap.base", "0x%llx is not aligned to the %sregion size (%s)",
-			    (unsigned long long)cfg->heap_base, how, fmt_size(r, b));
+		            (unsigned long long)cfg->heap_base, how, fmt_size(r, b));
 	if (cfg->heap_size > USER_TOP - cfg->heap_base)
 		return fail(c, "heap.size", "%s at base 0x%llx ends above user space (0x%llx)",
-			    fmt_size(cfg->heap_size, a), (unsigned long long)cfg->heap_base,
-			    USER_TOP);
+		            fmt_size(cfg->heap_size, a), (unsigned long long)cfg->heap_base,
+		            USER_TOP);
 	*region_out = r;
 	return 0;
 }
 
 /* Validates the servers; fills parts[] (given or split evenly by region). */
 static int check_servers(const struct ctx *c, const rh_config *cfg, uint64_t region,
-			 uint64_t parts[RH_MAX_SERVERS])
+                         uint64_t parts[RH_MAX_SERVERS])
 {
 	char key[64], a[40], b[40];
 	size_t n = cfg->n_servers, given = 0;
@@ -206,21 +207,22 @@ static int check_servers(const struct ctx *c, const rh_config *cfg, uint64_t reg
 		if (s->port == 0)
 			return range_fail(c, key, 0, 1, 65535);
 		for (size_t j = 0; j < i; j++) {
-			if (cfg->servers[j].port == s->port && !strcmp(cfg->servers[j].host, s->host)) {
+			if (cfg->servers[j].port == s->port &&
+			    !strcmp(cfg->servers[j].host, s->host)) {
 				snprintf(key, sizeof key, "servers[%zu]", i);
 				return fail(c, key, "same host and port as servers[%zu] (%s:%u)", j,
-					    s->host, s->port);
+				            s->host, s->port);
 			}
 		}
 		snprintf(key, sizeof key, "servers[%zu].partition_size", i);
 		if (s->partition_size % region)
 			return fail(c, key, "%s is not a multiple of the region size (%s)",
-				    fmt_size(s->partition_size, a), fmt_size(region, b));
-		given += s->partition_size != 0;
-		sum += s->partition_size; /* no overflow: each is checked <= heap below */
+			            fmt_size(s->partition_size, a), fmt_size(region, b));
 		if (s->partition_size > cfg->heap_size)
 			return fail(c, key, "%s is larger than heap.size (%s)",
-				    fmt_size(s->partition_size, a), fmt_size(cfg->heap_size, b));
+			            fmt_size(s->partition_size, a), fmt_size(cfg->heap_size, b));
+		given += s->partition_size != 0;
+		sum += s->partition_size; /* at most 64 terms of at most 2^47: no overflow */
 		parts[i] = s->partition_size;
 	}
 	if (n == 0)
@@ -228,8 +230,8 @@ static int check_servers(const struct ctx *c, const rh_config *cfg, uint64_t reg
 	if (given == 0) {
 		uint64_t regions = cfg->heap_size / region;
 		if (regions < n)
-			return fail(c, "servers", "%zu servers but the heap has only %llu regions", n,
-				    (unsigned long long)regions);
+			return fail(c, "servers", "%zu servers but the heap has only %llu regions",
+			            n, (unsigned long long)regions);
 		for (size_t i = 0; i < n; i++)
 			parts[i] = (regions / n + (i < regions % n)) * region;
 		return 0;
@@ -238,14 +240,15 @@ static int check_servers(const struct ctx *c, const rh_config *cfg, uint64_t reg
 		if (parts[i] == 0) {
 			snprintf(key, sizeof key, "servers[%zu].partition_size", i);
 			return fail(c, key,
-				    "missing (give every server a partition_size, or none to split "
-				    "the heap evenly)");
+			            "missing (give every server a partition_size, or none to split "
+			            "the heap evenly)");
 		}
 	}
 	if (sum != cfg->heap_size)
-		return fail(c, "servers", "partition sizes sum to %s (%llu) but heap.size is %s (%llu)",
-			    fmt_size(sum, a), (unsigned long long)sum, fmt_size(cfg->heap_size, b),
-			    (unsigned long long)cfg->heap_size);
+		return fail(c, "servers",
+		            "partition sizes sum to %s (%llu) but heap.size is %s (%llu)",
+		            fmt_size(sum, a), (unsigned long long)sum, fmt_size(cfg->heap_size, b),
+		            (unsigned long long)cfg->heap_size);
 	return 0;
 }
 
@@ -253,7 +256,7 @@ static int check_gc(const struct ctx *c, const rh_config *cfg)
 {
 	if (cfg->pause_budget_us == 0 || cfg->pause_budget_us > PAUSE_MAX_MS * 1000u)
 		return fail(c, "gc.pause_budget_ms", "%g is outside (0, %d]",
-			    cfg->pause_budget_us / 1000.0, PAUSE_MAX_MS);
+		            cfg->pause_budget_us / 1000.0, PAUSE_MAX_MS);
 	if (cfg->order != RH_ORDER_DFS && cfg->order != RH_ORDER_BFS)
 		return fail(c, "gc.order", "expected \"dfs\" or \"bfs\", got %d", (int)cfg->order);
 	if (!(cfg->young_fraction > 0 && cfg->young_fraction < 1))
@@ -262,14 +265,14 @@ static int check_gc(const struct ctx *c, const rh_config *cfg)
 		return fail(c, "gc.full_threshold", "%g is outside [0, 1)", cfg->full_threshold);
 	if (cfg->tracer_threads < 1 || cfg->tracer_threads > TRACER_THREADS_MAX)
 		return range_fail(c, "gc.tracer_threads", cfg->tracer_threads, 1,
-				  TRACER_THREADS_MAX);
+		                  TRACER_THREADS_MAX);
 	return 0;
 }
 
 /* Read the secret: a regular file, private to its owner, 16..RH_SECRET_MAX
  * bytes after dropping one trailing newline. */
 static int read_secret(const struct ctx *c, const char *path, uint8_t out[RH_SECRET_MAX],
-		       size_t *len_out)
+                       size_t *len_out)
 {
 	const char *sp = short_path(path);
 	/* O_NONBLOCK: a FIFO given by mistake must not hang startup. */
@@ -290,8 +293,8 @@ static int read_secret(const struct ctx *c, const char *path, uint8_t out[RH_SEC
 	}
 	if (st.st_mode & 077) {
 		rc = fail(c, "secret_file",
-			  "%s has mode %04o; group and others must have no access (chmod 600)", sp,
-			  (unsigned)(st.st_mode & 07777));
+		          "%s has mode %04o; group and others must have no access (chmod 600)", sp,
+		          (unsigned)(st.st_mode & 07777));
 		goto out;
 	}
 	while (n < sizeof buf) {
@@ -313,12 +316,12 @@ static int read_secret(const struct ctx *c, const char *path, uint8_t out[RH_SEC
 	}
 	if (n > RH_SECRET_MAX) {
 		rc = fail(c, "secret_file", "%s holds %lld bytes; at most %d are allowed", sp,
-			  (long long)st.st_size, RH_SECRET_MAX);
+		          (long long)st.st_size, RH_SECRET_MAX);
 		goto out;
 	}
 	if (n < SECRET_MIN) {
 		rc = fail(c, "secret_file", "%s holds %zu bytes; at least %d are needed", sp, n,
-			  SECRET_MIN);
+		          SECRET_MIN);
 		goto out;
 	}
 	memcpy(out, buf, n);
@@ -335,7 +338,7 @@ static int check(const struct ctx *c, rh_config *cfg)
 {
 	if (cfg->n_servers > RH_MAX_SERVERS)
 		return fail(c, "servers", "%zu servers given; at most %d are allowed",
-			    cfg->n_servers, RH_MAX_SERVERS);
+		            cfg->n_servers, RH_MAX_SERVERS);
 	uint64_t region = 0, parts[RH_MAX_SERVERS];
 	int rc = check_heap(c, cfg, &region);
 	if (rc)
@@ -360,11 +363,11 @@ static int check(const struct ctx *c, rh_config *cfg)
 			return rc;
 	} else if (secret_len > RH_SECRET_MAX || (secret_len > 0 && secret_len < SECRET_MIN)) {
 		return fail(c, "secret", "%zu bytes; it must hold %d..%d", secret_len, SECRET_MIN,
-			    RH_SECRET_MAX);
+		            RH_SECRET_MAX);
 	} else if (secret_len == 0 && cfg->n_servers > 0) {
 		return fail(c, "secret_file",
-			    "required when servers are given (connections to memory servers are "
-			    "authenticated)");
+		            "required when servers are given (connections to memory servers are "
+		            "authenticated)");
 	}
 
 	cfg->region_size = region;
@@ -444,11 +447,11 @@ static void join(char *out, size_t cap, const char *prefix, const char *key)
 
 /* obj must be an object whose keys all appear in known (NULL-terminated). */
 static int check_object(const struct ctx *c, const json_t *obj, const char *path,
-			const char *const *known)
+                        const char *const *known)
 {
 	if (!json_is_object(obj))
 		return fail(c, path ? path : "(top level)", "expected an object, got %s",
-			    jtype(obj));
+		            jtype(obj));
 	const char *k;
 	json_t *v;
 	json_object_foreach((json_t *)obj, k, v)
@@ -480,8 +483,8 @@ static int parse_size_text(const char *s, uint64_t *out)
 	static const struct {
 		const char *sfx;
 		uint64_t mul;
-	} sfx[] = {{"", 1},	   {"B", 1},	  {"K", KIB}, {"KiB", KIB}, {"M", MIB},  {"MiB", MIB},
-		   {"G", GIB},	   {"GiB", GIB},  {"T", TIB}, {"TiB", TIB}};
+	} sfx[] = {{"", 1},      {"B", 1},   {"K", KIB},   {"KiB", KIB}, {"M", MIB},
+	           {"MiB", MIB}, {"G", GIB}, {"GiB", GIB}, {"T", TIB},   {"TiB", TIB}};
 	uint64_t v = 0;
 	const char *p = s;
 	if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) {
@@ -489,10 +492,10 @@ static int parse_size_text(const char *s, uint64_t *out)
 		if (!*p)
 			return -1;
 		for (; *p; p++) {
-			int d = *p >= '0' && *p <= '9'	 ? *p - '0'
-				: *p >= 'a' && *p <= 'f' ? *p - 'a' + 10
-				: *p >= 'A' && *p <= 'F' ? *p - 'A' + 10
-							 : -1;
+			int d = *p >= '0' && *p <= '9'   ? *p - '0'
+			        : *p >= 'a' && *p <= 'f' ? *p - 'a' + 10
+			        : *p >= 'A' && *p <= 'F' ? *p - 'A' + 10
+			                                 : -1;
 			if (d < 0 || v > (UINT64_MAX >> 4))
 				return -1;
 			v = v << 4 | (uint64_t)d;
@@ -526,18 +529,19 @@ static int j_size(const struct ctx *c, const char *key, const json_t *v, uint64_
 		return 0;
 	}
 	if (!json_is_string(v))
-		return fail(c, key, "expected a size (an integer or a string like \"4MiB\"), got %s",
-			    jtype(v));
+		return fail(c, key,
+		            "expected a size (an integer or a string like \"4MiB\"), got %s",
+		            jtype(v));
 	if (parse_size_text(json_string_value(v), out))
 		return fail(c, key,
-			    "cannot read \"%.40s\" as a size (bytes, or a number with K, KiB, M, "
-			    "MiB, G, GiB, T or TiB, or 0x-hex)",
-			    json_string_value(v));
+		            "cannot read \"%.40s\" as a size (bytes, or a number with K, KiB, M, "
+		            "MiB, G, GiB, T or TiB, or 0x-hex)",
+		            json_string_value(v));
 	return 0;
 }
 
 static int j_int(const struct ctx *c, const char *key, const json_t *v, long long lo, long long hi,
-		 long long *out)
+                 long long *out)
 {
 	if (!v)
 		return 0;
@@ -580,15 +584,15 @@ static int j_str(const struct ctx *c, const char *key, const json_t *v, const ch
 	return 0;
 }
 
-static const char *const top_keys[] = {"heap", "cache", "transport", "servers", "gc",
-				       "secret_file", NULL};
+static const char *const top_keys[] = {"heap", "cache",       "transport", "servers",
+                                       "gc",   "secret_file", NULL};
 static const char *const heap_keys[] = {"base", "size", "region_size", NULL};
 static const char *const cache_keys[] = {"fraction", NULL};
 static const char *const transport_keys[] = {"provider", "timeout_ms", NULL};
 static const char *const server_keys[] = {"host", "port", "partition_size", NULL};
-static const char *const gc_keys[] = {"pause_budget_ms", "order",	  "young_fraction",
-				      "full_threshold",	 "offload",	  "tracer_threads",
-				      "reorder",	 "verify",	  NULL};
+static const char *const gc_keys[] = {"pause_budget_ms", "order",   "young_fraction",
+                                      "full_threshold",  "offload", "tracer_threads",
+                                      "reorder",         "verify",  NULL};
 
 #define GET(obj, k) json_object_get(obj, k)
 
@@ -600,7 +604,7 @@ static int parse_servers(const struct ctx *c, const json_t *arr, rh_config *cfg)
 		return fail(c, "servers", "expected an array, got %s", jtype(arr));
 	if (json_array_size(arr) > RH_MAX_SERVERS)
 		return fail(c, "servers", "%zu servers given; at most %d are allowed",
-			    json_array_size(arr), RH_MAX_SERVERS);
+		            json_array_size(arr), RH_MAX_SERVERS);
 	char path[32], key[64];
 	int rc;
 	for (size_t i = 0; i < json_array_size(arr); i++) {
@@ -647,7 +651,7 @@ static int parse_gc(const struct ctx *c, const json_t *gc, rh_config *cfg)
 		double us = ms * 1000 + 0.5;
 		if (!(us >= 1 && ms <= PAUSE_MAX_MS))
 			return fail(c, "gc.pause_budget_ms", "%g is outside (0, %d]", ms,
-				    PAUSE_MAX_MS);
+			            PAUSE_MAX_MS);
 		cfg->pause_budget_us = (uint32_t)us;
 	}
 	const char *order = NULL;
@@ -664,7 +668,7 @@ static int parse_gc(const struct ctx *c, const json_t *gc, rh_config *cfg)
 	    (rc = j_num(c, "gc.full_threshold", GET(gc, "full_threshold"), &cfg->full_threshold)) ||
 	    (rc = j_bool(c, "gc.offload", GET(gc, "offload"), &cfg->offload)) ||
 	    (rc = j_int(c, "gc.tracer_threads", GET(gc, "tracer_threads"), 1, TRACER_THREADS_MAX,
-			&threads)) ||
+	                &threads)) ||
 	    (rc = j_bool(c, "gc.reorder", GET(gc, "reorder"), &cfg->reorder)) ||
 	    (rc = j_bool(c, "gc.verify", GET(gc, "verify"), &cfg->verify)))
 		return rc;
@@ -672,20 +676,19 @@ static int parse_gc(const struct ctx *c, const json_t *gc, rh_config *cfg)
 	return 0;
 }
 
-static int parse_root(const struct ctx *c, const json_t *root, const char *base_dir,
-		      rh_config *cfg)
+static int parse_root(const struct ctx *c, const json_t *root, const char *base_dir, rh_config *cfg)
 {
 	int rc;
 	if ((rc = check_object(c, root, NULL, top_keys)))
 		return rc;
 	const json_t *heap = GET(root, "heap"), *cache = GET(root, "cache"),
-		     *tr = GET(root, "transport");
+	             *tr = GET(root, "transport");
 	if (heap) {
 		if ((rc = check_object(c, heap, "heap", heap_keys)) ||
 		    (rc = j_size(c, "heap.base", GET(heap, "base"), &cfg->heap_base)) ||
 		    (rc = j_size(c, "heap.size", GET(heap, "size"), &cfg->heap_size)) ||
 		    (rc = j_size(c, "heap.region_size", GET(heap, "region_size"),
-				 &cfg->region_size)))
+		                 &cfg->region_size)))
 			return rc;
 	}
 	if (cache) {
@@ -699,13 +702,13 @@ static int parse_root(const struct ctx *c, const json_t *root, const char *base_
 		if ((rc = check_object(c, tr, "transport", transport_keys)) ||
 		    (rc = j_str(c, "transport.provider", GET(tr, "provider"), &prov)) ||
 		    (rc = j_int(c, "transport.timeout_ms", GET(tr, "timeout_ms"), 1, TIMEOUT_MAX_MS,
-				&timeout)))
+		                &timeout)))
 			return rc;
 		if (prov) {
 			if (strlen(prov) >= sizeof cfg->provider)
 				return fail(c, "transport.provider",
-					    "expected \"shm\", \"tcp\" or \"verbs\", got \"%.40s\"",
-					    prov);
+				            "expected \"shm\", \"tcp\" or \"verbs\", got \"%.40s\"",
+				            prov);
 			strcpy(cfg->provider, prov);
 		}
 		cfg->timeout_ms = (uint32_t)timeout;
@@ -721,7 +724,8 @@ static int parse_root(const struct ctx *c, const json_t *root, const char *base_
 			return fail(c, "secret_file", "must not be empty");
 		int n;
 		if (sf[0] != '/' && base_dir && *base_dir)
-			n = snprintf(cfg->secret_file, sizeof cfg->secret_file, "%s/%s", base_dir, sf);
+			n = snprintf(cfg->secret_file, sizeof cfg->secret_file, "%s/%s", base_dir,
+			             sf);
 		else
 			n = snprintf(cfg->secret_file, sizeof cfg->secret_file, "%s", sf);
 		if (n < 0 || (size_t)n >= sizeof cfg->secret_file)
@@ -731,7 +735,7 @@ static int parse_root(const struct ctx *c, const json_t *root, const char *base_
 }
 
 static int parse_text(const struct ctx *c, const char *json, size_t len, const char *base_dir,
-		      rh_config *cfg)
+                      rh_config *cfg)
 {
 	rh_config_default(cfg);
 	json_error_t jerr;
@@ -781,7 +785,8 @@ int rh_config_load(const char *path, rh_config *cfg, rh_error *err)
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0) {
-			rc = fail(&c, NULL, "cannot read: %s", r < 0 ? strerror(errno) : "file shrank");
+			rc = fail(&c, NULL, "cannot read: %s",
+			          r < 0 ? strerror(errno) : "file shrank");
 			goto out;
 		}
 		n += (size_t)r;
@@ -814,7 +819,7 @@ static json_t *size_json(uint64_t v)
 	for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
 		if (v >= units[i].unit && v % units[i].unit == 0) {
 			snprintf(buf, sizeof buf, "%llu%s", (unsigned long long)(v / units[i].unit),
-				 units[i].sfx);
+			         units[i].sfx);
 			return json_string(buf);
 		}
 	}
@@ -825,6 +830,13 @@ static json_t *size_json(uint64_t v)
 static json_t *bounded_string(const char *s, size_t cap)
 {
 	return json_stringn(s, strnlen(s, cap));
+}
+
+static int short_real_ok(double v)
+{
+	char buf[40];
+	snprintf(buf, sizeof buf, "%.15g", v);
+	return strtod(buf, NULL) == v;
 }
 
 /* Adds v to obj; remembers any failure (NULL value or no memory) in *ok. */
@@ -882,7 +894,13 @@ char *rh_config_to_json(const rh_config *cfg)
 	put(root, "gc", gc, &ok);
 	if (cfg->secret_file[0])
 		put(root, "secret_file", bounded_string(cfg->secret_file, RH_PATH_MAX), &ok);
-	char *s = ok ? json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+	/* 15 digits print 0.15 as 0.15; 17 only when needed to read back the same double. */
+	int exact15 = short_real_ok(cfg->cache_fraction) && short_real_ok(cfg->young_fraction) &&
+	              short_real_ok(cfg->full_threshold) &&
+	              short_real_ok(cfg->pause_budget_us / 1000.0);
+	size_t flags =
+	        JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(exact15 ? 15 : 17);
+	char *s = ok ? json_dumps(root, flags) : NULL;
 	json_decref(root);
 	return s;
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "runtime/internal.h"
 
@@ -61,6 +62,53 @@ static int init_regions(rh_heap *h, rh_error *err)
 	return RH_OK;
 }
 
+static void heap_fatal(void *data, const rh_error *err)
+{
+	rh_heap *h = data;
+	atomic_store(&h->failed, true);
+	pthread_mutex_lock(&h->lock);
+	rh_fatal_fn fn = h->fatal_fn;
+	void *fd = h->fatal_data;
+	pthread_mutex_unlock(&h->lock);
+	if (fn)
+		fn(err, fd);
+	fprintf(stderr, "rheap: fatal: %s\n", err->msg);
+	fflush(stderr);
+	_exit(RH_EXIT_LOST);
+}
+
+void rh_on_fatal(rh_heap *h, rh_fatal_fn fn, void *data)
+{
+	pthread_mutex_lock(&h->lock);
+	h->fatal_fn = fn;
+	h->fatal_data = data;
+	pthread_mutex_unlock(&h->lock);
+}
+
+/* Connect to the memory servers and put the heap under the swap system. */
+static int open_remote(rh_heap *h, rh_error *err)
+{
+	int rc = rh_remote_open(&h->cfg, heap_fatal, h, &h->remote, err);
+	if (rc != RH_OK)
+		return rc;
+	size_t n;
+	const rh_swap_host *hosts = rh_remote_hosts(h->remote, &n);
+	rh_swap_opts so = {.base = h->base,
+			   .size = h->size,
+			   .region_size = h->region_size,
+			   .budget = (size_t)(h->cfg.cache_fraction * (double)h->size),
+			   .readahead = 8,
+			   .timeout_ms = h->cfg.timeout_ms,
+			   .hosts = hosts,
+			   .n_hosts = n,
+			   .fatal = heap_fatal,
+			   .fatal_data = h};
+	h->freed = malloc(h->n_regions * sizeof *h->freed);
+	if (!h->freed)
+		return rh_err_set(err, RH_ENOMEM, "heap: out of memory");
+	return rh_swap_open(&so, &h->swap, err);
+}
+
 rh_heap *rh_heap_open(const rh_config *cfg_in, rh_error *err)
 {
 	if (!cfg_in) {
@@ -70,12 +118,6 @@ rh_heap *rh_heap_open(const rh_config *cfg_in, rh_error *err)
 	rh_config cfg = *cfg_in;
 	if (rh_config_check(&cfg, err) != RH_OK)
 		return NULL;
-	if (cfg.n_servers > 0) {
-		rh_err_set(err, RH_ECONFIG,
-			   "config: servers: this build's heap is local only; memory servers are not "
-			   "supported yet");
-		return NULL;
-	}
 	rh_heap *h = calloc(1, sizeof *h);
 	if (!h) {
 		rh_err_set(err, RH_ENOMEM, "heap: out of memory");
@@ -120,6 +162,10 @@ rh_heap *rh_heap_open(const rh_config *cfg_in, rh_error *err)
 		rh_heap_close(h);
 		return NULL;
 	}
+	if (h->cfg.n_servers > 0 && open_remote(h, err) != RH_OK) {
+		rh_heap_close(h);
+		return NULL;
+	}
 	h->stats.heap_size = h->size;
 	h->stats.region_size = h->region_size;
 	h->stats.regions_total = h->n_regions;
@@ -147,6 +193,10 @@ void rh_heap_close(rh_heap *h)
 	if (h->n_mutators)
 		rh_panic("rh_heap_close: %zu mutator(s) still attached", h->n_mutators);
 	rh_barrier_stop(h);
+	/* Swap first: its threads use the connections the remote owns. */
+	rh_swap_close(h->swap);
+	rh_remote_close(h->remote);
+	free(h->freed);
 	while (h->graveyard) {
 		rh_mutator *m = h->graveyard;
 		h->graveyard = m->next;

@@ -28,6 +28,8 @@
 #include "gc/region.h"
 #include "gc/types.h"
 #include "rheap/rheap.h"
+#include "runtime/remote.h"
+#include "swap/swap.h"
 
 #define RH_MUTATOR_MAGIC 0x72686d7574617472ull /* "rhmutatr" */
 #define RH_MUTATOR_DEAD 0x646561646d757461ull
@@ -144,6 +146,15 @@ struct rh_heap {
 	uint64_t used_bytes; /* for peak_used_bytes */
 
 	bool verify;
+
+	/* Disaggregated heaps only. */
+	rh_remote *remote;
+	rh_swap *swap;
+	uint32_t *freed; /* regions released in this collection, for FREE */
+	size_t n_freed;
+	rh_fatal_fn fatal_fn;
+	void *fatal_data;
+	atomic_bool failed;
 };
 
 /* ---- regions (region.c) ---- */

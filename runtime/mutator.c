@@ -66,6 +66,20 @@ rh_mutator *rh_mutator_attach(rh_heap *h, rh_error *err)
 	/* Joining during a collection would race with it: wait. */
 	while (h->stw_active)
 		pthread_cond_wait(&h->cond, &h->lock);
+	if (!h->types_closed && h->remote) {
+		/* Tracers trace with this table: it is final now. */
+		char *json = rh_typetab_to_json(&h->types);
+		rh_error e;
+		int rc = json ? rh_remote_send_types(h->remote, json, &e)
+			      : rh_err_set(&e, RH_ENOMEM, "out of memory");
+		free(json);
+		if (rc != RH_OK) {
+			pthread_mutex_unlock(&h->lock);
+			free(m);
+			rh_err_set(err, rc, "rh_mutator_attach: shipping the type table: %s", e.msg);
+			return NULL;
+		}
+	}
 	h->types_closed = true;
 	m->fast.types = h->types.sizes;
 	m->fast.n_types = h->types.n;

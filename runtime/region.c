@@ -86,8 +86,14 @@ int64_t rh_region_take_span(rh_heap *h, uint32_t n)
 
 static void release_one(rh_heap *h, rh_region *r)
 {
-	/* Pages go back to the OS: a freed region costs no memory. */
-	madvise((void *)r->start, h->region_size, MADV_DONTNEED);
+	/* Pages go back to the OS (and the memory server, told after the
+	 * collection): a freed region costs no memory. */
+	if (h->swap) {
+		rh_swap_region_freed(h->swap, r->index);
+		h->freed[h->n_freed++] = r->index;
+	} else {
+		madvise((void *)r->start, h->region_size, MADV_DONTNEED);
+	}
 	rh_remset_free(&r->remset);
 	r->top = r->old_top = r->start;
 	r->live_bytes = 0;

@@ -44,6 +44,14 @@ void rh_stats_get(rh_heap *h, rh_stats *out)
 	*out = h->stats;
 	pthread_mutex_unlock(&h->stats_lock);
 	out->remset_entries = cards;
+	if (h->swap) {
+		rh_swap_stats ss;
+		rh_swap_stats_get(h->swap, &ss);
+		out->faults = ss.faults;
+		out->readahead_pages = ss.readahead_pages;
+		out->bytes_fetched = ss.bytes_fetched;
+		out->bytes_evicted = ss.bytes_evicted;
+	}
 	out->regions_free = nfree;
 	out->regions_eden = neden;
 	out->regions_old = nold;

@@ -19,7 +19,14 @@
 extern "C" {
 #endif
 
+#if defined(__SANITIZE_THREAD__)
+/* ThreadSanitizer keeps its metadata at 0x3000_0000_0000..0x4000_0000_0000
+ * and forbids application mappings up to 0x5500_0000_0000: use its low
+ * application range instead. */
+#define RH_DEFAULT_BASE 0x002000000000ull
+#else
 #define RH_DEFAULT_BASE 0x400000000000ull
+#endif
 #define RH_MAX_SERVERS 64
 #define RH_HOST_MAX 256
 #define RH_PATH_MAX 4096

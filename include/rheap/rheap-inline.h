@@ -97,7 +97,7 @@ static inline void rh_write_ref(struct rh_mutator *m, void **slot, void *val)
 	struct rh_mutator_fast *f = (struct rh_mutator_fast *)m;
 	if (RH_UNLIKELY(f->checks))
 		rh_checked_barrier(m, slot);
-	*slot = val;
+	__atomic_store_n(slot, val, __ATOMIC_RELAXED); /* racy VMs: never torn */
 	uintptr_t v = (uintptr_t)val, s = (uintptr_t)slot;
 	if (RH_UNLIKELY(((v ^ s) >> f->region_shift) != 0 && v - f->heap_lo < f->heap_size &&
 			(v & 7) == 0 && s - f->heap_lo < f->heap_size))

@@ -249,6 +249,19 @@ RH_API uint64_t rh_stats_pause_percentile(rh_heap *h, double pct);
 /* Stats as JSON (malloc'd). */
 RH_API char *rh_stats_json(rh_heap *h);
 
+/* ------------------------------------------------------------------ failures */
+
+/* A disaggregated heap whose memory server is lost (dead, hung, network
+ * cut) cannot continue: its pages are gone. rheap detects the loss within
+ * the config's transport.timeout_ms and calls fn(err, data) once, from one
+ * of its threads, with a message naming the server. fn may log, flush and
+ * exit; if it returns (or none is set), rheap prints the message on stderr
+ * and ends the process with _exit(RH_EXIT_LOST). Threads touching an
+ * evicted page block until then; API calls return RH_EPEER. */
+#define RH_EXIT_LOST 75
+typedef void (*rh_fatal_fn)(const rh_error *err, void *data);
+RH_API void rh_on_fatal(rh_heap *h, rh_fatal_fn fn, void *data);
+
 /* ------------------------------------------------------------------ debugging */
 
 /* Run the heap verifier now (mutators must be stopped: call from a mutator,

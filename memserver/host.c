@@ -1,0 +1,109 @@
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/common.h"
+#include "memserver/host.h"
+
+static int make_memfd(const char *name, uint64_t size, rh_error *err)
+{
+	int fd = memfd_create(name, MFD_CLOEXEC);
+	if (fd < 0)
+		return -rh_err_errno(err, RH_EIO, "tracer: memfd_create(%s)", name);
+	if (ftruncate(fd, (off_t)size) < 0) {
+		rh_err_errno(err, RH_ENOMEM, "tracer: sizing %s to %llu bytes", name,
+			     (unsigned long long)size);
+		close(fd);
+		return -RH_ENOMEM;
+	}
+	return fd;
+}
+
+int rh_host_open(rh_host *h, const rh_config *cfg, uint32_t i, rh_error *err)
+{
+	memset(h, 0, sizeof *h);
+	h->data_fd = h->meta_fd = -1;
+	if (rh_partition_of(cfg, i, &h->part) < 0)
+		return rh_err_set(err, RH_ECONFIG, "tracer: --index %u: the config has %zu servers",
+				  i, cfg->n_servers);
+	h->region_size = cfg->region_size;
+	int fd = make_memfd("rheap-partition", h->part.size, err);
+	if (fd < 0)
+		return -fd;
+	h->data_fd = fd;
+	void *p = mmap((void *)h->part.base, h->part.size, PROT_READ | PROT_WRITE,
+		       MAP_SHARED | MAP_FIXED_NOREPLACE, fd, 0);
+	if (p == MAP_FAILED || p != (void *)h->part.base) {
+		int e = errno;
+		if (p != MAP_FAILED)
+			munmap(p, h->part.size);
+		errno = e;
+		rh_err_errno(err, e == EEXIST ? RH_EBUSY : RH_EIO,
+			     "tracer: cannot map partition %u at [%#llx, %#llx)", i,
+			     (unsigned long long)h->part.base,
+			     (unsigned long long)(h->part.base + h->part.size));
+		rh_host_close(h);
+		return err ? err->code : RH_EIO;
+	}
+	h->data = p;
+	fd = make_memfd("rheap-meta", h->part.meta_size, err);
+	if (fd < 0) {
+		rh_host_close(h);
+		return -fd;
+	}
+	h->meta_fd = fd;
+	p = mmap(NULL, h->part.meta_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED) {
+		rh_err_errno(err, RH_EIO, "tracer: cannot map the metadata area");
+		rh_host_close(h);
+		return RH_EIO;
+	}
+	h->meta = p;
+	h->part.meta_base = (uint64_t)(uintptr_t)p;
+	return RH_OK;
+}
+
+void rh_host_close(rh_host *h)
+{
+	if (h->data)
+		munmap(h->data, h->part.size);
+	if (h->meta)
+		munmap(h->meta, h->part.meta_size);
+	if (h->data_fd >= 0)
+		close(h->data_fd);
+	if (h->meta_fd >= 0)
+		close(h->meta_fd);
+	h->data = NULL;
+	h->meta = NULL;
+	h->data_fd = h->meta_fd = -1;
+}
+
+int rh_host_free_region(rh_host *h, uint32_t region, rh_error *err)
+{
+	if (region < h->part.first_region || region - h->part.first_region >= h->part.n_regions)
+		return rh_err_set(err, RH_ERANGE,
+				  "tracer: FREE of region %u, outside partition %u (regions %u..%u)",
+				  region, h->part.index, h->part.first_region,
+				  h->part.first_region + h->part.n_regions - 1);
+	uint32_t local = region - h->part.first_region;
+	off_t off = (off_t)local * (off_t)h->region_size;
+	if (fallocate(h->data_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off,
+		      (off_t)h->region_size) < 0)
+		return rh_err_errno(err, RH_EIO, "tracer: punching region %u", region);
+	h->punched_bytes += h->region_size;
+	/* Tag and log head keep counting: versions and log positions never
+	 * repeat, so a reader holding an old position is never fooled. */
+	return RH_OK;
+}
+
+uint64_t rh_host_resident(const rh_host *h)
+{
+	struct stat st;
+	if (h->data_fd < 0 || fstat(h->data_fd, &st) < 0)
+		return 0;
+	return (uint64_t)st.st_blocks * 512;
+}

@@ -1,0 +1,40 @@
+/* The tracer's control server: accepts one CPU server, checks that it
+ * describes the same heap, hosts its partition, and serves control messages
+ * until the CPU server says BYE or is lost. Any further CPU server is
+ * refused with an ERROR naming the one being served. */
+#ifndef RH_MEMSERVER_SERVER_H
+#define RH_MEMSERVER_SERVER_H
+
+#include <stdint.h>
+
+#include "gc/types.h"
+#include "memserver/host.h"
+#include "rheap/rheap.h"
+
+typedef struct rh_server_opts {
+	const rh_config *cfg;
+	uint32_t index;
+	const char *listen_host; /* NULL: the config's host for this index */
+	uint16_t listen_port; /* 0 with listen_host NULL: the config's port */
+	const char *status_path; /* JSON status file, rewritten each second; NULL = none */
+	int accept_timeout_ms; /* how long to wait for the CPU server (-1 forever) */
+} rh_server_opts;
+
+typedef struct rh_server_status {
+	char state[16]; /* "waiting", "serving", "exiting" */
+	char peer[64];
+	uint64_t regions_hosted;
+	uint64_t bytes_held;
+	uint64_t bytes_traced;
+	uint64_t last_heartbeat_ns;
+	uint64_t regions_freed;
+} rh_server_status;
+
+/* Run until the CPU server leaves (RH_OK) or is lost (RH_EPEER /
+ * RH_ETIMEDOUT), or a fatal error. Memory is released before returning. */
+int rh_server_run(const rh_server_opts *o, rh_error *err);
+
+/* Stop a running server from a signal handler. */
+void rh_server_request_stop(void);
+
+#endif

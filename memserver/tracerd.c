@@ -1,0 +1,152 @@
+/* rheap-tracerd: hosts one partition of one heap on a memory server. */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/common.h"
+#include "memserver/server.h"
+
+static void usage(FILE *f)
+{
+	fputs("usage: rheap-tracerd --config FILE --index N [options]\n"
+	      "\n"
+	      "Hosts partition N of the heap described by FILE (the same JSON config as the\n"
+	      "CPU server) and serves one CPU server, then exits and releases the memory.\n"
+	      "\n"
+	      "  -c, --config FILE      heap configuration (required)\n"
+	      "  -i, --index N          which server of the config this is (required)\n"
+	      "  -l, --listen HOST:PORT listen here instead of the config's host and port\n"
+	      "  -f, --foreground       do not detach from the terminal\n"
+	      "  -s, --status FILE      keep a JSON status file (state, bytes held, heartbeat)\n"
+	      "  -w, --wait-ms MS       exit if no CPU server connects within MS (default: forever)\n"
+	      "  -L, --log-level LEVEL  error, warn, info or debug (default warn)\n"
+	      "  -h, --help             this text\n"
+	      "  -V, --version          version\n",
+	      f);
+}
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	rh_server_request_stop();
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"config", required_argument, NULL, 'c'},    {"index", required_argument, NULL, 'i'},
+		{"listen", required_argument, NULL, 'l'},    {"foreground", no_argument, NULL, 'f'},
+		{"status", required_argument, NULL, 's'},    {"wait-ms", required_argument, NULL, 'w'},
+		{"log-level", required_argument, NULL, 'L'}, {"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},	     {NULL, 0, NULL, 0}};
+	const char *config = NULL, *listen = NULL, *status = NULL;
+	long index = -1, wait_ms = -1;
+	int foreground = 0;
+	for (int c; (c = getopt_long(argc, argv, "c:i:l:fs:w:L:hV", opts, NULL)) != -1;) {
+		char *end;
+		switch (c) {
+		case 'c':
+			config = optarg;
+			break;
+		case 'i':
+			index = strtol(optarg, &end, 10);
+			if (*end || index < 0 || index >= RH_MAX_SERVERS) {
+				fprintf(stderr, "rheap-tracerd: --index: '%s' is not 0..%d\n",
+					optarg, RH_MAX_SERVERS - 1);
+				return 2;
+			}
+			break;
+		case 'l':
+			listen = optarg;
+			break;
+		case 'f':
+			foreground = 1;
+			break;
+		case 's':
+			status = optarg;
+			break;
+		case 'w':
+			wait_ms = strtol(optarg, &end, 10);
+			if (*end || wait_ms < 0) {
+				fprintf(stderr, "rheap-tracerd: --wait-ms: '%s' is not a number\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'L': {
+			int l = rh_log_level_parse(optarg);
+			if (l < 0) {
+				fprintf(stderr,
+					"rheap-tracerd: --log-level: '%s' is not error, warn, info "
+					"or debug\n",
+					optarg);
+				return 2;
+			}
+			rh_log_set_level(l);
+			break;
+		}
+		case 'h':
+			usage(stdout);
+			return 0;
+		case 'V':
+			printf("rheap-tracerd %d.%d\n", RH_VERSION_MAJOR, RH_VERSION_MINOR);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (!config || index < 0 || optind != argc) {
+		fprintf(stderr, "rheap-tracerd: %s\n",
+			optind != argc ? "unexpected arguments" : "--config and --index are required");
+		usage(stderr);
+		return 2;
+	}
+	rh_config cfg;
+	rh_error err;
+	if (rh_config_load(config, &cfg, &err) != RH_OK) {
+		fprintf(stderr, "rheap-tracerd: %s\n", err.msg);
+		return 2;
+	}
+	if ((size_t)index >= cfg.n_servers) {
+		fprintf(stderr, "rheap-tracerd: --index %ld: %s lists %zu memory servers\n", index,
+			config, cfg.n_servers);
+		return 2;
+	}
+	rh_server_opts so = {.cfg = &cfg,
+			     .index = (uint32_t)index,
+			     .status_path = status,
+			     .accept_timeout_ms = (int)wait_ms};
+	char host[RH_HOST_MAX];
+	if (listen) {
+		const char *colon = strrchr(listen, ':');
+		char *end;
+		long port = colon ? strtol(colon + 1, &end, 10) : -1;
+		if (!colon || colon == listen || (size_t)(colon - listen) >= sizeof host || *end ||
+		    port < 0 || port > 65535) {
+			fprintf(stderr, "rheap-tracerd: --listen: '%s' is not HOST:PORT\n", listen);
+			return 2;
+		}
+		memcpy(host, listen, (size_t)(colon - listen));
+		host[colon - listen] = 0;
+		so.listen_host = host;
+		so.listen_port = (uint16_t)port;
+	}
+	if (!foreground && daemon(1, 1) < 0) {
+		perror("rheap-tracerd: daemon");
+		return 1;
+	}
+	struct sigaction sa = {.sa_handler = on_signal};
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	int rc = rh_server_run(&so, &err);
+	if (rc != RH_OK) {
+		fprintf(stderr, "rheap-tracerd: %s\n", err.msg);
+		return rc == RH_EBUSY || rc == RH_ECONFIG ? 2 : 1;
+	}
+	return 0;
+}

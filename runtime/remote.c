@@ -1,0 +1,276 @@
+/* The CPU server's side of the control path: one authenticated connection
+ * per memory server, the HELLO exchange, shipping the type table,
+ * heartbeats, and FREE messages for regions the collector released.
+ *
+ * Liveness: a monitor thread pings every host each timeout/4 and reads what
+ * comes back; a host that sends nothing for timeout_ms, closes, or reports
+ * an ERROR is lost, and the heap's fatal handler is called with a message
+ * naming it. Hosts, in turn, drop a CPU server that is silent for
+ * timeout_ms, so the pings also keep them alive.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gc/proto.h"
+#include "runtime/remote.h"
+
+struct rh_remote {
+	const rh_config *cfg;
+	rh_swap_host *hosts;
+	size_t n_hosts;
+	uint64_t *last_heard; /* per host, ns; under lock */
+	pthread_mutex_t lock; /* send buffer, last_heard */
+	uint8_t buf[RH_PROTO_MAX];
+	uint8_t rbuf[RH_PROTO_MAX];
+	pthread_t monitor;
+	bool monitor_started;
+	atomic_bool stop;
+	atomic_bool lost;
+	uint32_t seq;
+	void (*fatal)(void *data, const rh_error *err);
+	void *fatal_data;
+};
+
+static int send_to(rh_remote *r, size_t i, rh_msg *m, rh_error *err)
+{
+	pthread_mutex_lock(&r->lock);
+	m->seq = ++r->seq;
+	size_t n = rh_msg_encode(m, r->buf, sizeof r->buf);
+	int rc = n ? rh_tp_send(r->hosts[i].conn, r->buf, n, (int)r->cfg->timeout_ms, err)
+		   : rh_err_set(err, RH_EINVAL, "control path: cannot encode %s",
+				rh_msg_type_name(m->type));
+	pthread_mutex_unlock(&r->lock);
+	if (rc != RH_OK)
+		rh_err_set(err, rc, "memory server %zu (%s:%u): sending %s: %s", i,
+			   r->cfg->servers[i].host, r->cfg->servers[i].port,
+			   rh_msg_type_name(m->type), err->msg);
+	return rc;
+}
+
+static void lose(rh_remote *r, size_t i, const char *why)
+{
+	bool was = false;
+	if (!atomic_compare_exchange_strong(&r->lost, &was, true))
+		return;
+	rh_error e;
+	rh_err_set(&e, RH_EPEER, "memory server %zu (%s:%u, tracer) lost: %s", i,
+		   r->cfg->servers[i].host, r->cfg->servers[i].port, why);
+	rh_log(RH_LOG_ERROR, "remote", "%s", e.msg);
+	if (r->fatal)
+		r->fatal(r->fatal_data, &e);
+}
+
+static void *monitor_main(void *arg)
+{
+	rh_remote *r = arg;
+	uint64_t period = (uint64_t)r->cfg->timeout_ms * 1000000ull / 4, next_ping = 0;
+	while (!atomic_load(&r->stop) && !atomic_load(&r->lost)) {
+		uint64_t now = rh_now_ns();
+		if (now >= next_ping) {
+			for (size_t i = 0; i < r->n_hosts; i++) {
+				rh_msg m = {.type = RH_MSG_PING};
+				m.u.ping.seq = now;
+				m.u.ping.time_ns = now;
+				rh_error e;
+				if (send_to(r, i, &m, &e) != RH_OK) {
+					lose(r, i, e.msg);
+					return NULL;
+				}
+			}
+			next_ping = now + period;
+		}
+		for (size_t i = 0; i < r->n_hosts; i++) {
+			size_t len;
+			rh_error e;
+			int rc = rh_tp_recv(r->hosts[i].conn, r->rbuf, sizeof r->rbuf, &len,
+					    r->n_hosts > 1 ? 10 : 50, &e);
+			now = rh_now_ns();
+			if (rc == RH_OK) {
+				rh_msg m;
+				if (rh_msg_decode(r->rbuf, len, &m, &e) != RH_OK) {
+					lose(r, i, e.msg);
+					return NULL;
+				}
+				if (m.type == RH_MSG_ERROR) {
+					lose(r, i, m.u.error.text);
+					return NULL;
+				}
+				pthread_mutex_lock(&r->lock);
+				r->last_heard[i] = now;
+				pthread_mutex_unlock(&r->lock);
+			} else if (rc != RH_ETIMEDOUT) {
+				lose(r, i, e.msg);
+				return NULL;
+			}
+			pthread_mutex_lock(&r->lock);
+			uint64_t silent = now - r->last_heard[i];
+			pthread_mutex_unlock(&r->lock);
+			if (silent > (uint64_t)r->cfg->timeout_ms * 1000000ull) {
+				char why[96];
+				snprintf(why, sizeof why, "no answer for %llu ms",
+					 (unsigned long long)(silent / 1000000));
+				lose(r, i, why);
+				return NULL;
+			}
+		}
+	}
+	return NULL;
+}
+
+static int hello(rh_remote *r, size_t i, rh_error *err)
+{
+	rh_swap_host *h = &r->hosts[i];
+	const rh_config *cfg = r->cfg;
+	rh_partition_of(cfg, (uint32_t)i, &h->part);
+	rh_tp_opts o = {.provider = cfg->provider,
+			.secret = cfg->secret,
+			.secret_len = cfg->secret_len,
+			.timeout_ms = cfg->timeout_ms};
+	rh_error e;
+	int rc = rh_tp_connect(&o, cfg->servers[i].host, cfg->servers[i].port, &h->conn, &e);
+	if (rc != RH_OK)
+		return rh_err_set(err, rc, "memory server %zu (%s:%u): %s", i, cfg->servers[i].host,
+				  cfg->servers[i].port, e.msg);
+	rh_msg m = {.type = RH_MSG_HELLO};
+	m.u.hello = (rh_msg_hello){.partition = (uint32_t)i,
+				   .heap_base = cfg->heap_base,
+				   .heap_size = cfg->heap_size,
+				   .region_size = cfg->region_size,
+				   .part_base = h->part.base,
+				   .part_size = h->part.size};
+	if ((rc = send_to(r, i, &m, err)) != RH_OK)
+		return rc;
+	size_t len;
+	if ((rc = rh_tp_recv(h->conn, r->rbuf, sizeof r->rbuf, &len, (int)cfg->timeout_ms, &e)) !=
+		    RH_OK ||
+	    (rc = rh_msg_decode(r->rbuf, len, &m, &e)) != RH_OK)
+		return rh_err_set(err, rc, "memory server %zu (%s:%u): waiting for HELLO_OK: %s", i,
+				  cfg->servers[i].host, cfg->servers[i].port, e.msg);
+	if (m.type == RH_MSG_ERROR)
+		return rh_err_set(err, m.u.error.code == RH_EBUSY ? RH_EBUSY : RH_EPEER,
+				  "memory server %zu (%s:%u) refused: %s", i, cfg->servers[i].host,
+				  cfg->servers[i].port, m.u.error.text);
+	if (m.type != RH_MSG_HELLO_OK ||
+	    m.u.hello_ok.meta_size < (uint64_t)h->part.n_regions * sizeof(rh_region_meta))
+		return rh_err_set(err, RH_EPEER,
+				  "memory server %zu (%s:%u): bad answer to HELLO (%s, metadata %llu "
+				  "bytes)",
+				  i, cfg->servers[i].host, cfg->servers[i].port,
+				  rh_msg_type_name(m.type), (unsigned long long)m.u.hello_ok.meta_size);
+	h->part.meta_base = m.u.hello_ok.meta_base;
+	r->last_heard[i] = rh_now_ns();
+	return RH_OK;
+}
+
+int rh_remote_open(const rh_config *cfg, void (*fatal)(void *, const rh_error *), void *data,
+		   rh_remote **out, rh_error *err)
+{
+	rh_remote *r = calloc(1, sizeof *r);
+	if (!r)
+		return rh_err_set(err, RH_ENOMEM, "control path: out of memory");
+	r->cfg = cfg;
+	r->fatal = fatal;
+	r->fatal_data = data;
+	r->n_hosts = cfg->n_servers;
+	r->hosts = calloc(r->n_hosts, sizeof *r->hosts);
+	r->last_heard = calloc(r->n_hosts, sizeof *r->last_heard);
+	pthread_mutex_init(&r->lock, NULL);
+	int rc = r->hosts && r->last_heard ? RH_OK
+					   : rh_err_set(err, RH_ENOMEM, "control path: out of memory");
+	for (size_t i = 0; rc == RH_OK && i < r->n_hosts; i++)
+		rc = hello(r, i, err);
+	if (rc == RH_OK) {
+		if (pthread_create(&r->monitor, NULL, monitor_main, r) != 0)
+			rc = rh_err_set(err, RH_EIO, "control path: cannot start the monitor");
+		else
+			r->monitor_started = true;
+	}
+	if (rc != RH_OK) {
+		rh_remote_close(r);
+		return rc;
+	}
+	*out = r;
+	return RH_OK;
+}
+
+void rh_remote_close(rh_remote *r)
+{
+	if (!r)
+		return;
+	atomic_store(&r->stop, true);
+	if (r->monitor_started)
+		pthread_join(r->monitor, NULL);
+	for (size_t i = 0; r->hosts && i < r->n_hosts; i++) {
+		if (!r->hosts[i].conn)
+			continue;
+		if (!atomic_load(&r->lost)) {
+			rh_msg m = {.type = RH_MSG_BYE};
+			rh_error e;
+			send_to(r, i, &m, &e);
+		}
+		rh_tp_close(r->hosts[i].conn);
+	}
+	pthread_mutex_destroy(&r->lock);
+	free(r->hosts);
+	free(r->last_heard);
+	free(r);
+}
+
+const rh_swap_host *rh_remote_hosts(rh_remote *r, size_t *n)
+{
+	*n = r->n_hosts;
+	return r->hosts;
+}
+
+int rh_remote_send_types(rh_remote *r, const char *json, rh_error *err)
+{
+	size_t total = strlen(json);
+	for (size_t i = 0; i < r->n_hosts; i++) {
+		for (size_t off = 0; off < total || off == 0; off += RH_PROTO_CHUNK) {
+			size_t n = total - off < RH_PROTO_CHUNK ? total - off : RH_PROTO_CHUNK;
+			rh_msg m = {.type = RH_MSG_TYPES};
+			m.u.types = (rh_msg_types){(uint32_t)off, (uint32_t)total, (uint32_t)n,
+						   (const uint8_t *)json + off};
+			int rc = send_to(r, i, &m, err);
+			if (rc != RH_OK)
+				return rc;
+			if (total == 0)
+				break;
+		}
+	}
+	return RH_OK;
+}
+
+int rh_remote_free(rh_remote *r, const uint32_t *regions, size_t n, uint32_t region_shift,
+		   uint64_t heap_base, rh_error *err)
+{
+	uint32_t *mine = malloc((n ? n : 1) * sizeof *mine);
+	if (!mine)
+		return rh_err_set(err, RH_ENOMEM, "control path: out of memory");
+	int rc = RH_OK;
+	for (size_t i = 0; rc == RH_OK && i < r->n_hosts; i++) {
+		const rh_partition *p = &r->hosts[i].part;
+		size_t k = 0;
+		for (size_t j = 0; j < n; j++) {
+			uint64_t a = heap_base + ((uint64_t)regions[j] << region_shift);
+			if (a - p->base < p->size)
+				mine[k++] = regions[j];
+		}
+		for (size_t off = 0; rc == RH_OK && off < k; off += RH_PROTO_MAX_FREE) {
+			rh_msg m = {.type = RH_MSG_FREE};
+			m.u.free.n = (uint32_t)(k - off < RH_PROTO_MAX_FREE ? k - off
+									    : RH_PROTO_MAX_FREE);
+			m.u.free.regions = (const uint8_t *)(mine + off);
+			rc = send_to(r, i, &m, err);
+		}
+	}
+	free(mine);
+	return rc;
+}
+
+bool rh_remote_lost(rh_remote *r)
+{
+	return atomic_load(&r->lost);
+}

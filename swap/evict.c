@@ -1,0 +1,169 @@
+/* The evictor: keeps the resident set under budget, evicting per region in
+ * batches under the dirty/version tag protocol (docs/swap.md, "Eviction"). */
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "swap/internal.h"
+
+static int wait_op(rh_swap *s, rh_tp_conn *c, uint64_t id, rh_error *err)
+{
+	return rh_tp_wait(c, id, (int)s->o.timeout_ms, err);
+}
+
+/* Steps 2.1–2.3: write the dirty pages and log them under the tag. */
+static int write_back(rh_swap *s, uint32_t region, const uintptr_t *pages, size_t n,
+		      rh_error *err)
+{
+	const rh_swap_host *h = rh_swap_host_of(s, pages[0]);
+	if (!h)
+		return rh_err_set(err, RH_ERANGE, "swap: no memory server hosts %#lx",
+				  (unsigned long)pages[0]);
+	rh_tp_conn *c = h->conn;
+	uint32_t local = region - h->part.first_region;
+	uint64_t meta = h->part.meta_base + (uint64_t)local * sizeof(rh_region_meta);
+	uint64_t tag_addr = meta + offsetof(rh_region_meta, tag);
+	uint64_t head_addr = meta + offsetof(rh_region_meta, log_head);
+	uint64_t log_addr = meta + offsetof(rh_region_meta, log);
+	uint64_t v = s->tag[region], old = 0;
+
+	uint64_t id = rh_swap_wr_id(s);
+	int rc = rh_tp_cas(c, tag_addr, v, v + 3 /* <1, v+1> from <0, v> */, &old, id, err);
+	if (rc == RH_OK)
+		rc = wait_op(s, c, id, err);
+	if (rc != RH_OK)
+		return rc;
+	if (old != v)
+		return rh_err_set(err, RH_EPEER,
+				  "swap: region %u's tag is %#llx on its memory server, expected "
+				  "%#llx: another writer?",
+				  region, (unsigned long long)old, (unsigned long long)v);
+
+	/* Pages, then the log entries; the ring may wrap once. */
+	rh_tp_sge sg[RH_EVICT_BATCH + 2];
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		memcpy(s->ebuf + i * RH_PAGE_SIZE, (void *)pages[i], RH_PAGE_SIZE);
+		sg[k++] = (rh_tp_sge){s->ebuf + i * RH_PAGE_SIZE, pages[i], RH_PAGE_SIZE};
+	}
+	uint32_t *ents = (uint32_t *)(void *)(s->ebuf + RH_EVICT_BATCH * RH_PAGE_SIZE);
+	uint64_t head = s->log_head[region];
+	uintptr_t rstart = s->base + ((uintptr_t)region << s->region_shift);
+	for (size_t i = 0; i < n; i++)
+		ents[i] = (uint32_t)((pages[i] - rstart) >> RH_PAGE_SHIFT);
+	size_t slot = head % RH_LOG_ENTRIES, first = RH_LOG_ENTRIES - slot;
+	if (first > n)
+		first = n;
+	sg[k++] = (rh_tp_sge){ents, log_addr + slot * 4, (uint32_t)(first * 4)};
+	if (first < n)
+		sg[k++] = (rh_tp_sge){ents + first, log_addr, (uint32_t)((n - first) * 4)};
+	id = rh_swap_wr_id(s);
+	if ((rc = rh_tp_write(c, sg, k, id, err)) != RH_OK || (rc = wait_op(s, c, id, err)) != RH_OK)
+		return rc;
+	/* The head moves only after the entries are in place (T2). */
+	id = rh_swap_wr_id(s);
+	if ((rc = rh_tp_write8(c, head_addr, head + n, id, err)) != RH_OK ||
+	    (rc = wait_op(s, c, id, err)) != RH_OK)
+		return rc;
+	id = rh_swap_wr_id(s);
+	if ((rc = rh_tp_write8(c, tag_addr, v + 4 /* <0, v+2> */, id, err)) != RH_OK ||
+	    (rc = wait_op(s, c, id, err)) != RH_OK)
+		return rc;
+	s->tag[region] = v + 4;
+	s->log_head[region] = head + n;
+	atomic_fetch_add(&s->st.bytes_evicted, n * RH_PAGE_SIZE);
+	atomic_fetch_add(&s->st.batches, 1);
+	return RH_OK;
+}
+
+int rh_swap_evict_batch(rh_swap *s, uint32_t region)
+{
+	uintptr_t start = s->base + ((uintptr_t)region << s->region_shift);
+	size_t pg0 = rh_swap_page(s, start);
+	uintptr_t batch[RH_EVICT_BATCH], dirty[RH_EVICT_BATCH];
+	size_t n = 0, nd = 0;
+
+	pthread_mutex_lock(&s->evict_lock);
+	/* Step 1: claim and protect, under the lock the write-protect fault
+	 * handler takes (P1). */
+	pthread_mutex_lock(&s->lock);
+	for (size_t i = 0; i < s->pages_per_region && n < RH_EVICT_BATCH; i++) {
+		uintptr_t a = start + i * RH_PAGE_SIZE;
+		if (rh_swap_cas(s, pg0 + i, RH_PAGE_CLEAN, RH_PAGE_EVICTING)) {
+			batch[n++] = a;
+		} else if (rh_swap_cas(s, pg0 + i, RH_PAGE_DIRTY, RH_PAGE_EVICTING)) {
+			batch[n++] = a;
+			dirty[nd++] = a;
+			if (rh_uffd_protect(s, a, RH_PAGE_SIZE, true) < 0)
+				rh_panic("swap: write-protecting %#lx: %s", (unsigned long)a,
+					 strerror(errno));
+		}
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (n == 0) {
+		pthread_mutex_unlock(&s->evict_lock);
+		return 0;
+	}
+	rh_error err;
+	if (nd && write_back(s, region, dirty, nd, &err) != RH_OK) {
+		rh_swap_fail(s, &err);
+		pthread_mutex_unlock(&s->evict_lock);
+		return -1;
+	}
+	/* Step 3: drop; the memory server holds every byte now. */
+	for (size_t i = 0; i < n; i++)
+		madvise((void *)batch[i], RH_PAGE_SIZE, MADV_DONTNEED);
+	pthread_mutex_lock(&s->lock);
+	for (size_t i = 0; i < n; i++)
+		rh_swap_set(s, rh_swap_page(s, batch[i]), RH_PAGE_EVICTED);
+	atomic_fetch_sub(&s->resident, n);
+	atomic_fetch_add(&s->st.pages_dropped, n - nd);
+	/* Step 4: parked faults retry (and fetch what was just written). */
+	size_t keep = 0;
+	for (size_t i = 0; i < s->n_parked; i++) {
+		uintptr_t a = s->parked[i];
+		if (rh_swap_get(s, rh_swap_page(s, a)) == RH_PAGE_EVICTING)
+			s->parked[keep++] = a;
+		else
+			rh_uffd_wake(s, a, RH_PAGE_SIZE);
+	}
+	s->n_parked = keep;
+	pthread_cond_broadcast(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+	pthread_mutex_unlock(&s->evict_lock);
+	return (int)n;
+}
+
+void *rh_swap_evict_main(void *arg)
+{
+	rh_swap *s = arg;
+	uint32_t idle = 0;
+	for (;;) {
+		pthread_mutex_lock(&s->lock);
+		while (!atomic_load(&s->stop) && !atomic_load(&s->failed) &&
+		       atomic_load(&s->resident) <= s->high_pages)
+			pthread_cond_wait(&s->cond, &s->lock);
+		pthread_mutex_unlock(&s->lock);
+		if (atomic_load(&s->stop) || atomic_load(&s->failed))
+			break;
+		/* Sweep regions round robin down to the low watermark. */
+		while (atomic_load(&s->resident) > s->low_pages && !atomic_load(&s->stop)) {
+			int got = rh_swap_evict_batch(s, s->clock);
+			if (got < 0)
+				return NULL;
+			if (got == 0) {
+				s->clock = (s->clock + 1) % s->n_regions;
+				if (++idle > s->n_regions) {
+					/* Nothing evictable now (all in flight): back off. */
+					usleep(1000);
+					break;
+				}
+			} else {
+				idle = 0;
+			}
+		}
+		idle = 0;
+	}
+	return NULL;
+}

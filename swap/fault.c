@@ -1,0 +1,210 @@
+/* The fault thread: installs pages on missing faults and tracks first writes
+ * on write-protect faults (docs/swap.md, "Faults"). */
+#include <errno.h>
+#include <linux/userfaultfd.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "swap/internal.h"
+
+int rh_uffd_copy(rh_swap *s, uintptr_t dst, const void *src, size_t len, bool wp, bool wake)
+{
+	for (;;) {
+		struct uffdio_copy c = {.dst = dst,
+					.src = (uintptr_t)src,
+					.len = len,
+					.mode = (wp ? UFFDIO_COPY_MODE_WP : 0) |
+						(wake ? 0 : UFFDIO_COPY_MODE_DONTWAKE)};
+		if (ioctl(s->uffd, UFFDIO_COPY, &c) == 0)
+			return 0;
+		if (errno == EAGAIN)
+			continue; /* the mm changed under us: retry */
+		return -errno;
+	}
+}
+
+int rh_uffd_protect(rh_swap *s, uintptr_t a, size_t len, bool wp)
+{
+	struct uffdio_writeprotect w = {.range = {.start = a, .len = len},
+					.mode = wp ? UFFDIO_WRITEPROTECT_MODE_WP : 0};
+	return ioctl(s->uffd, UFFDIO_WRITEPROTECT, &w) == 0 ? 0 : -errno;
+}
+
+void rh_uffd_wake(rh_swap *s, uintptr_t a, size_t len)
+{
+	struct uffdio_range r = {.start = a, .len = len};
+	ioctl(s->uffd, UFFDIO_WAKE, &r);
+}
+
+/* Wait until n more pages fit in the budget (the evictor makes room). */
+static void budget_wait(rh_swap *s, size_t n)
+{
+	pthread_mutex_lock(&s->lock);
+	while (atomic_load(&s->resident) + n > s->budget_pages && !atomic_load(&s->stop) &&
+	       !atomic_load(&s->failed)) {
+		pthread_cond_broadcast(&s->cond);
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 50 * 1000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&s->cond, &s->lock, &ts);
+	}
+	pthread_mutex_unlock(&s->lock);
+}
+
+static void install(rh_swap *s, uintptr_t a, const void *src, bool writable, bool wake)
+{
+	size_t pg = rh_swap_page(s, a);
+	int rc = rh_uffd_copy(s, a, src, RH_PAGE_SIZE, !writable, wake);
+	if (rc == -EEXIST) {
+		/* Present already: nothing to account. */
+		if (wake)
+			rh_uffd_wake(s, a, RH_PAGE_SIZE);
+		return;
+	}
+	if (rc < 0)
+		rh_panic("swap: UFFDIO_COPY at %#lx failed: %s", (unsigned long)a, strerror(-rc));
+	atomic_fetch_add(&s->resident, 1);
+	rh_swap_set(s, pg, writable ? RH_PAGE_DIRTY : RH_PAGE_CLEAN);
+}
+
+static void park(rh_swap *s, uintptr_t a)
+{
+	if (s->n_parked == s->cap_parked) {
+		size_t cap = s->cap_parked ? s->cap_parked * 2 : 64;
+		uintptr_t *p = realloc(s->parked, cap * sizeof *p);
+		if (!p)
+			rh_panic("swap: out of memory parking a fault");
+		s->parked = p;
+		s->cap_parked = cap;
+	}
+	s->parked[s->n_parked++] = a;
+}
+
+static void fetch(rh_swap *s, uintptr_t a, bool write)
+{
+	const rh_swap_host *h = rh_swap_host_of(s, a);
+	uintptr_t region_end = (a & ~(uintptr_t)(s->region_size - 1)) + s->region_size;
+	size_t pg = rh_swap_page(s, a);
+	if (!h || !rh_swap_cas(s, pg, RH_PAGE_EVICTED, RH_PAGE_FETCHING)) {
+		rh_uffd_wake(s, a, RH_PAGE_SIZE);
+		return;
+	}
+	/* Readahead: the following evicted pages of the same region. */
+	size_t n = 1;
+	while (n <= s->o.readahead && a + n * RH_PAGE_SIZE < region_end &&
+	       rh_swap_cas(s, pg + n, RH_PAGE_EVICTED, RH_PAGE_FETCHING))
+		n++;
+	budget_wait(s, n);
+	rh_tp_sge sg = {.local = s->fbuf, .remote = a, .len = (uint32_t)(n * RH_PAGE_SIZE)};
+	uint64_t id = rh_swap_wr_id(s);
+	rh_error err;
+	int rc = rh_tp_read(h->conn, &sg, 1, id, &err);
+	if (rc == RH_OK)
+		rc = rh_tp_wait(h->conn, id, (int)s->o.timeout_ms, &err);
+	if (rc != RH_OK) {
+		rh_swap_fail(s, &err);
+		return; /* the fatal handler ends the process; the faulter stays blocked */
+	}
+	for (size_t i = 1; i < n; i++)
+		install(s, a + i * RH_PAGE_SIZE, s->fbuf + i * RH_PAGE_SIZE, false, false);
+	install(s, a, s->fbuf, write, true);
+	atomic_fetch_add(&s->st.faults, 1);
+	atomic_fetch_add(&s->st.readahead_pages, n - 1);
+	atomic_fetch_add(&s->st.bytes_fetched, n * RH_PAGE_SIZE);
+}
+
+static void on_missing(rh_swap *s, uintptr_t a, bool write)
+{
+	size_t pg = rh_swap_page(s, a);
+	switch (rh_swap_get(s, pg)) {
+	case RH_PAGE_INIT:
+		budget_wait(s, 1);
+		install(s, a, s->zero, write, true);
+		atomic_fetch_add(&s->st.zero_faults, 1);
+		break;
+	case RH_PAGE_EVICTED:
+		fetch(s, a, write);
+		break;
+	case RH_PAGE_EVICTING:
+		pthread_mutex_lock(&s->lock);
+		if (rh_swap_get(s, pg) == RH_PAGE_EVICTING)
+			park(s, a);
+		else
+			rh_uffd_wake(s, a, RH_PAGE_SIZE);
+		pthread_mutex_unlock(&s->lock);
+		break;
+	default:
+		/* Installed meanwhile (readahead): let the thread retry. */
+		rh_uffd_wake(s, a, RH_PAGE_SIZE);
+		break;
+	}
+}
+
+static void on_write_protect(rh_swap *s, uintptr_t a)
+{
+	size_t pg = rh_swap_page(s, a);
+	/* Under the lock: the evictor claims and protects pages under it too,
+	 * so a page cannot be unprotected after the evictor copied it (P1). */
+	pthread_mutex_lock(&s->lock);
+	switch (rh_swap_get(s, pg)) {
+	case RH_PAGE_CLEAN:
+		rh_swap_set(s, pg, RH_PAGE_DIRTY);
+		atomic_fetch_add(&s->st.wp_faults, 1);
+		/* fall through */
+	case RH_PAGE_DIRTY:
+		if (rh_uffd_protect(s, a, RH_PAGE_SIZE, false) < 0)
+			rh_panic("swap: removing write protection at %#lx: %s", (unsigned long)a,
+				 strerror(errno));
+		break;
+	case RH_PAGE_EVICTING:
+		park(s, a);
+		break;
+	default:
+		/* Gone since the fault was queued: retrying takes a missing fault. */
+		rh_uffd_wake(s, a, RH_PAGE_SIZE);
+		break;
+	}
+	pthread_mutex_unlock(&s->lock);
+}
+
+void *rh_swap_fault_main(void *arg)
+{
+	rh_swap *s = arg;
+	struct pollfd pfd[2] = {{.fd = s->uffd, .events = POLLIN}, {.fd = s->wake_fd, .events = POLLIN}};
+	struct uffd_msg msgs[32];
+	while (!atomic_load(&s->stop)) {
+		if (poll(pfd, 2, -1) < 0 && errno != EINTR)
+			rh_panic("swap: poll on userfaultfd: %s", strerror(errno));
+		if (pfd[1].revents)
+			break;
+		ssize_t n = read(s->uffd, msgs, sizeof msgs);
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EINTR)
+				continue;
+			rh_panic("swap: reading userfaultfd: %s", strerror(errno));
+		}
+		for (size_t i = 0; i < (size_t)n / sizeof msgs[0]; i++) {
+			if (msgs[i].event != UFFD_EVENT_PAGEFAULT)
+				continue;
+			uintptr_t a = (uintptr_t)msgs[i].arg.pagefault.address &
+				      ~(uintptr_t)(RH_PAGE_SIZE - 1);
+			uint64_t fl = msgs[i].arg.pagefault.flags;
+			pthread_mutex_lock(&s->fault_lock);
+			if (atomic_load(&s->failed))
+				; /* leave the thread blocked: the process is going down */
+			else if (fl & UFFD_PAGEFAULT_FLAG_WP)
+				on_write_protect(s, a);
+			else
+				on_missing(s, a, (fl & UFFD_PAGEFAULT_FLAG_WRITE) != 0);
+			pthread_mutex_unlock(&s->fault_lock);
+		}
+	}
+	return NULL;
+}

@@ -1,0 +1,90 @@
+/* Swap internals shared by swap.c, fault.c and evict.c.
+ *
+ * Locks, in order: fault_lock (held by the fault thread while it handles
+ * one fault) → evict_lock (held by the evictor while it evicts one batch)
+ * → lock (page-state changes that go with a protection change, the parked
+ * list, budget waits). Freeing a region takes all three, so it never races
+ * with a fetch or an eviction in that region.
+ */
+#ifndef RH_SWAP_INTERNAL_H
+#define RH_SWAP_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "common/common.h"
+#include "swap/swap.h"
+
+#define RH_EVICT_BATCH 64u
+
+struct rh_swap {
+	rh_swap_opts o;
+	rh_swap_host *hosts;
+	uintptr_t base;
+	size_t size, region_size;
+	uint32_t region_shift, pages_per_region, n_regions;
+	size_t n_pages;
+	uint8_t *state; /* enum rh_page_state per page, atomic */
+	size_t budget_pages, high_pages, low_pages;
+	atomic_size_t resident;
+
+	int uffd, wake_fd;
+	pthread_t fault_thr, evict_thr;
+	bool threads_started;
+	atomic_bool stop;
+	atomic_bool failed;
+
+	pthread_mutex_t fault_lock, evict_lock, lock;
+	pthread_cond_t cond; /* resident changed, or work for the evictor */
+	uintptr_t *parked; /* faulting page addresses waiting for an eviction */
+	size_t n_parked, cap_parked;
+	uint32_t flush_region; /* region + 1 that rh_swap_flush_region wants evicted */
+
+	uint64_t *tag, *log_head; /* per region: this side's view (sole writer) */
+	uint8_t *fbuf; /* fault bounce: (1 + readahead) pages */
+	uint8_t *ebuf; /* evictor bounce: RH_EVICT_BATCH pages + log entries */
+	size_t fbuf_len, ebuf_len;
+	uint8_t *zero; /* a zero page */
+	atomic_uint_fast64_t wr_seq;
+	uint32_t clock; /* evictor's next region */
+
+	struct {
+		atomic_uint_fast64_t faults, zero_faults, wp_faults, readahead_pages, bytes_fetched,
+			bytes_evicted, pages_dropped, batches;
+	} st;
+};
+
+static inline size_t rh_swap_page(const rh_swap *s, uintptr_t a)
+{
+	return (a - s->base) >> RH_PAGE_SHIFT;
+}
+static inline uint8_t rh_swap_get(rh_swap *s, size_t pg)
+{
+	return __atomic_load_n(&s->state[pg], __ATOMIC_ACQUIRE);
+}
+static inline void rh_swap_set(rh_swap *s, size_t pg, uint8_t v)
+{
+	__atomic_store_n(&s->state[pg], v, __ATOMIC_RELEASE);
+}
+static inline bool rh_swap_cas(rh_swap *s, size_t pg, uint8_t from, uint8_t to)
+{
+	return __atomic_compare_exchange_n(&s->state[pg], &from, to, false, __ATOMIC_ACQ_REL,
+					   __ATOMIC_ACQUIRE);
+}
+const rh_swap_host *rh_swap_host_of(rh_swap *s, uintptr_t a);
+void rh_swap_fail(rh_swap *s, const rh_error *err);
+uint64_t rh_swap_wr_id(rh_swap *s);
+
+/* userfaultfd helpers (fault.c). */
+int rh_uffd_copy(rh_swap *s, uintptr_t dst, const void *src, size_t len, bool wp, bool wake);
+int rh_uffd_protect(rh_swap *s, uintptr_t a, size_t len, bool wp);
+void rh_uffd_wake(rh_swap *s, uintptr_t a, size_t len);
+void *rh_swap_fault_main(void *arg);
+
+/* Eviction (evict.c). */
+void *rh_swap_evict_main(void *arg);
+/* Evict up to RH_EVICT_BATCH resident pages of a region; the count, or -1. */
+int rh_swap_evict_batch(rh_swap *s, uint32_t region);
+
+#endif

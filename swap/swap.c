@@ -1,0 +1,232 @@
+/* Setting up and tearing down the swap system; region frees; stats. */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/userfaultfd.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "swap/internal.h"
+
+const rh_swap_host *rh_swap_host_of(rh_swap *s, uintptr_t a)
+{
+	for (size_t i = 0; i < s->o.n_hosts; i++)
+		if (a - s->hosts[i].part.base < s->hosts[i].part.size)
+			return &s->hosts[i];
+	return NULL;
+}
+
+uint64_t rh_swap_wr_id(rh_swap *s)
+{
+	return atomic_fetch_add(&s->wr_seq, 1);
+}
+
+void rh_swap_fail(rh_swap *s, const rh_error *err)
+{
+	bool expected = false;
+	if (!atomic_compare_exchange_strong(&s->failed, &expected, true))
+		return;
+	pthread_mutex_lock(&s->lock);
+	pthread_cond_broadcast(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+	if (s->o.fatal)
+		s->o.fatal(s->o.fatal_data, err);
+}
+
+static int open_uffd(rh_swap *s, rh_error *err)
+{
+	s->uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	if (s->uffd < 0)
+		return rh_err_errno(err, RH_EIO,
+				    "swap: userfaultfd (needs root or vm.unprivileged_userfaultfd=1)");
+	struct uffdio_api api = {.api = UFFD_API, .features = UFFD_FEATURE_PAGEFAULT_FLAG_WP};
+	if (ioctl(s->uffd, UFFDIO_API, &api) < 0)
+		return rh_err_errno(err, RH_EIO, "swap: userfaultfd write-protect support");
+	struct uffdio_register reg = {
+		.range = {.start = s->base, .len = s->size},
+		.mode = UFFDIO_REGISTER_MODE_MISSING | UFFDIO_REGISTER_MODE_WP};
+	if (ioctl(s->uffd, UFFDIO_REGISTER, &reg) < 0)
+		return rh_err_errno(err, RH_EIO, "swap: registering the heap with userfaultfd");
+	if (!(reg.ioctls & (1ull << _UFFDIO_WRITEPROTECT)) || !(reg.ioctls & (1ull << _UFFDIO_COPY)))
+		return rh_err_set(err, RH_EIO, "swap: the kernel lacks UFFDIO_COPY/WRITEPROTECT");
+	s->wake_fd = eventfd(0, EFD_CLOEXEC);
+	if (s->wake_fd < 0)
+		return rh_err_errno(err, RH_EIO, "swap: eventfd");
+	return RH_OK;
+}
+
+static void *map_buf(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+int rh_swap_open(const rh_swap_opts *o, rh_swap **out, rh_error *err)
+{
+	rh_swap *s = calloc(1, sizeof *s);
+	if (!s)
+		return rh_err_set(err, RH_ENOMEM, "swap: out of memory");
+	s->o = *o;
+	s->uffd = s->wake_fd = -1;
+	s->base = o->base;
+	s->size = o->size;
+	s->region_size = o->region_size;
+	s->region_shift = (uint32_t)__builtin_ctzll(o->region_size);
+	s->pages_per_region = (uint32_t)(o->region_size >> RH_PAGE_SHIFT);
+	s->n_regions = (uint32_t)(o->size / o->region_size);
+	s->n_pages = o->size >> RH_PAGE_SHIFT;
+	s->budget_pages = o->budget >> RH_PAGE_SHIFT;
+	/* Room for a fault with its readahead, and a batch of slack. */
+	size_t slack = RH_EVICT_BATCH + s->o.readahead + 1;
+	if (s->budget_pages < 4 * slack)
+		s->budget_pages = 4 * slack;
+	s->high_pages = s->budget_pages - slack;
+	s->low_pages = s->budget_pages - 2 * slack;
+	pthread_mutex_init(&s->fault_lock, NULL);
+	pthread_mutex_init(&s->evict_lock, NULL);
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_cond_init(&s->cond, NULL);
+	s->hosts = calloc(o->n_hosts, sizeof *s->hosts);
+	s->state = calloc(s->n_pages, 1);
+	s->tag = calloc(s->n_regions, sizeof *s->tag);
+	s->log_head = calloc(s->n_regions, sizeof *s->log_head);
+	s->fbuf_len = (1 + (size_t)o->readahead) * RH_PAGE_SIZE;
+	s->ebuf_len = RH_EVICT_BATCH * RH_PAGE_SIZE + RH_EVICT_BATCH * 4 + RH_PAGE_SIZE;
+	s->fbuf = map_buf(s->fbuf_len);
+	s->ebuf = map_buf(s->ebuf_len);
+	s->zero = map_buf(RH_PAGE_SIZE);
+	int rc = RH_OK;
+	if (!s->hosts || !s->state || !s->tag || !s->log_head || !s->fbuf || !s->ebuf || !s->zero)
+		rc = rh_err_set(err, RH_ENOMEM, "swap: out of memory for %zu page states",
+				s->n_pages);
+	if (rc == RH_OK)
+		memcpy(s->hosts, o->hosts, o->n_hosts * sizeof *s->hosts);
+	for (size_t i = 0; rc == RH_OK && i < o->n_hosts; i++) {
+		rh_tp_conn *c = s->hosts[i].conn;
+		if ((rc = rh_tp_reg(c, s->fbuf, s->fbuf_len, -1, 0, RH_TP_LOCAL, err)) == RH_OK)
+			rc = rh_tp_reg(c, s->ebuf, s->ebuf_len, -1, 0, RH_TP_LOCAL, err);
+	}
+	if (rc == RH_OK)
+		rc = open_uffd(s, err);
+	if (rc == RH_OK) {
+		if (pthread_create(&s->fault_thr, NULL, rh_swap_fault_main, s) != 0 ||
+		    pthread_create(&s->evict_thr, NULL, rh_swap_evict_main, s) != 0)
+			rc = rh_err_set(err, RH_EIO, "swap: cannot start its threads");
+		else
+			s->threads_started = true;
+	}
+	if (rc != RH_OK) {
+		rh_swap_close(s);
+		return rc;
+	}
+	*out = s;
+	return RH_OK;
+}
+
+void rh_swap_close(rh_swap *s)
+{
+	if (!s)
+		return;
+	atomic_store(&s->stop, true);
+	if (s->threads_started) {
+		uint64_t one = 1;
+		ssize_t w = write(s->wake_fd, &one, sizeof one);
+		(void)w;
+		pthread_mutex_lock(&s->lock);
+		pthread_cond_broadcast(&s->cond);
+		pthread_mutex_unlock(&s->lock);
+		pthread_join(s->fault_thr, NULL);
+		pthread_join(s->evict_thr, NULL);
+	}
+	if (s->uffd >= 0) {
+		struct uffdio_range r = {.start = s->base, .len = s->size};
+		ioctl(s->uffd, UFFDIO_UNREGISTER, &r);
+		close(s->uffd);
+	}
+	if (s->wake_fd >= 0)
+		close(s->wake_fd);
+	for (size_t i = 0; s->hosts && i < s->o.n_hosts; i++) {
+		rh_tp_dereg(s->hosts[i].conn, s->fbuf, s->fbuf_len, NULL);
+		rh_tp_dereg(s->hosts[i].conn, s->ebuf, s->ebuf_len, NULL);
+	}
+	if (s->fbuf)
+		munmap(s->fbuf, s->fbuf_len);
+	if (s->ebuf)
+		munmap(s->ebuf, s->ebuf_len);
+	if (s->zero)
+		munmap(s->zero, RH_PAGE_SIZE);
+	free(s->parked);
+	free(s->hosts);
+	free(s->state);
+	free(s->tag);
+	free(s->log_head);
+	free(s);
+}
+
+void rh_swap_region_freed(rh_swap *s, uint32_t region)
+{
+	uintptr_t start = s->base + ((uintptr_t)region << s->region_shift);
+	size_t pg0 = rh_swap_page(s, start);
+	pthread_mutex_lock(&s->fault_lock);
+	pthread_mutex_lock(&s->evict_lock);
+	pthread_mutex_lock(&s->lock);
+	size_t dropped = 0;
+	for (size_t i = 0; i < s->pages_per_region; i++) {
+		uint8_t st = rh_swap_get(s, pg0 + i);
+		dropped += st == RH_PAGE_CLEAN || st == RH_PAGE_DIRTY;
+		rh_swap_set(s, pg0 + i, RH_PAGE_INIT);
+	}
+	atomic_fetch_sub(&s->resident, dropped);
+	pthread_mutex_unlock(&s->lock);
+	madvise((void *)start, s->region_size, MADV_DONTNEED);
+	pthread_cond_broadcast(&s->cond);
+	pthread_mutex_unlock(&s->evict_lock);
+	pthread_mutex_unlock(&s->fault_lock);
+}
+
+int rh_swap_flush_region(rh_swap *s, uint32_t region, rh_error *err)
+{
+	int got;
+	while ((got = rh_swap_evict_batch(s, region)) > 0)
+		;
+	if (got < 0 || atomic_load(&s->failed))
+		return rh_err_set(err, RH_EPEER, "swap: flushing region %u failed", region);
+	return RH_OK;
+}
+
+void rh_swap_stats_get(rh_swap *s, rh_swap_stats *out)
+{
+	out->faults = atomic_load(&s->st.faults);
+	out->zero_faults = atomic_load(&s->st.zero_faults);
+	out->wp_faults = atomic_load(&s->st.wp_faults);
+	out->readahead_pages = atomic_load(&s->st.readahead_pages);
+	out->bytes_fetched = atomic_load(&s->st.bytes_fetched);
+	out->bytes_evicted = atomic_load(&s->st.bytes_evicted);
+	out->pages_dropped = atomic_load(&s->st.pages_dropped);
+	out->batches = atomic_load(&s->st.batches);
+	out->resident_pages = atomic_load(&s->resident);
+	out->budget_pages = s->budget_pages;
+}
+
+uint8_t rh_swap_page_state(rh_swap *s, uintptr_t addr)
+{
+	return rh_swap_get(s, rh_swap_page(s, addr));
+}
+
+void rh_swap_region_tag(rh_swap *s, uint32_t region, uint64_t *tag, uint64_t *log_head)
+{
+	pthread_mutex_lock(&s->evict_lock);
+	*tag = s->tag[region];
+	*log_head = s->log_head[region];
+	pthread_mutex_unlock(&s->evict_lock);
+}
+
+void rh_swap_quiesce(rh_swap *s)
+{
+	pthread_mutex_lock(&s->evict_lock);
+	pthread_mutex_unlock(&s->evict_lock);
+}

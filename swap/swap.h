@@ -1,0 +1,84 @@
+/* The CPU server's page cache of a disaggregated heap (docs/swap.md).
+ *
+ * The heap range is registered with userfaultfd; a fault thread installs
+ * pages (zeros for INIT, fetched from the page's memory server for
+ * EVICTED) and tracks writes with write protection; an evictor thread keeps
+ * the resident set under the byte budget, writing dirty pages back per
+ * region under the dirty/version tag protocol and logging them in the
+ * region's eviction log on its host.
+ */
+#ifndef RH_SWAP_H
+#define RH_SWAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gc/layout.h"
+#include "rheap/rheap.h"
+#include "transport/transport.h"
+
+enum rh_page_state {
+	RH_PAGE_INIT = 0,
+	RH_PAGE_CLEAN = 1,
+	RH_PAGE_DIRTY = 2,
+	RH_PAGE_EVICTED = 3,
+	RH_PAGE_FETCHING = 4,
+	RH_PAGE_EVICTING = 5,
+};
+
+typedef struct rh_swap rh_swap;
+
+/* One memory server: its partition and the connection to it. */
+typedef struct rh_swap_host {
+	rh_tp_conn *conn;
+	rh_partition part; /* meta_base filled from HELLO_OK */
+} rh_swap_host;
+
+typedef struct rh_swap_opts {
+	uintptr_t base;
+	size_t size;
+	size_t region_size;
+	size_t budget; /* bytes of heap resident at most */
+	uint32_t readahead; /* pages fetched after a faulting one, same region */
+	uint32_t timeout_ms; /* for each remote operation */
+	const rh_swap_host *hosts; /* copied */
+	size_t n_hosts;
+	/* Called once, from a swap thread, when a remote operation fails: the
+	 * heap is unusable from then on. */
+	void (*fatal)(void *data, const rh_error *err);
+	void *fatal_data;
+} rh_swap_opts;
+
+typedef struct rh_swap_stats {
+	uint64_t faults; /* missing faults on evicted pages */
+	uint64_t zero_faults; /* missing faults on INIT pages */
+	uint64_t wp_faults; /* first write to a clean page */
+	uint64_t readahead_pages;
+	uint64_t bytes_fetched;
+	uint64_t bytes_evicted; /* written back */
+	uint64_t pages_dropped; /* evicted clean */
+	uint64_t batches; /* eviction batches that ran the tag protocol */
+	uint64_t resident_pages;
+	uint64_t budget_pages;
+} rh_swap_stats;
+
+/* The heap range must already be mapped (private, anonymous) and empty. */
+int rh_swap_open(const rh_swap_opts *o, rh_swap **out, rh_error *err);
+void rh_swap_close(rh_swap *s);
+
+/* The collector freed a region: its pages become INIT here (the caller
+ * tells the host to release them). Safe while the swap threads run. */
+void rh_swap_region_freed(rh_swap *s, uint32_t region);
+
+/* Evict every resident page of a region (e.g. before handing the region to
+ * its tracer). Blocks until done. */
+int rh_swap_flush_region(rh_swap *s, uint32_t region, rh_error *err);
+
+void rh_swap_stats_get(rh_swap *s, rh_swap_stats *out);
+uint8_t rh_swap_page_state(rh_swap *s, uintptr_t addr);
+/* Wait for the eviction batch in flight, if any, to finish. */
+void rh_swap_quiesce(rh_swap *s);
+/* The region's tag and log head as this side last wrote them. */
+void rh_swap_region_tag(rh_swap *s, uint32_t region, uint64_t *tag, uint64_t *log_head);
+
+#endif
