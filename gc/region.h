@@ -34,7 +34,8 @@ typedef struct rh_region {
 	uint32_t head; /* HUMONGOUS_CONT: index of the HUMONGOUS head */
 	uint8_t kind; /* rh_region_kind */
 	uint8_t in_cset; /* being collected now */
-	uint8_t retain; /* in the collection set but kept in place (pins, failure) */
+	uint8_t retain; /* in the collection set, every object stays (humongous, dense, failure) */
+	uint8_t has_pins; /* holds pinned objects: kept, its other objects still move */
 	uint8_t starts_valid; /* the collector's object-start bitmap covers it */
 	uint8_t live_known; /* live_bytes is from a marking, not an estimate */
 	rh_remset remset;

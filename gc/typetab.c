@@ -79,36 +79,38 @@ void rh_typetab_free(rh_type_table *t)
 /* Check an offset list against [lo, limit), excluding `forbid` (the array
  * length word; UINT32_MAX for none), and return a sorted copy in *out. */
 static int check_offsets(const char *tname, const char *field, const uint32_t *offs, uint32_t n,
-			 uint32_t lo, uint32_t limit, const char *limit_what, uint32_t forbid,
-			 uint32_t **out, rh_error *err)
+                         uint32_t lo, uint32_t limit, const char *limit_what, uint32_t forbid,
+                         uint32_t **out, rh_error *err)
 {
 	*out = NULL;
 	if (n == 0)
 		return 0;
 	if (n > RH_MAX_PTR_FIELDS)
-		return rh_err_set(err, RH_EINVAL, "type \"%s\": %s has %u entries; at most %d allowed",
-				  tname, field, n, RH_MAX_PTR_FIELDS);
+		return rh_err_set(err, RH_EINVAL,
+		                  "type \"%s\": %s has %u entries; at most %d allowed", tname,
+		                  field, n, RH_MAX_PTR_FIELDS);
 	if (!offs)
 		return rh_err_set(err, RH_EINVAL, "type \"%s\": %s is NULL but its count is %u",
-				  tname, field, n);
+		                  tname, field, n);
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t o = offs[i];
 		if (o % 8)
-			return rh_err_set(err, RH_EINVAL, "type \"%s\": %s[%u] = %u is not 8-aligned",
-					  tname, field, i, o);
+			return rh_err_set(err, RH_EINVAL,
+			                  "type \"%s\": %s[%u] = %u is not 8-aligned", tname, field,
+			                  i, o);
 		if (o < lo)
 			return rh_err_set(err, RH_EINVAL,
-					  "type \"%s\": %s[%u] = %u is the object header (offsets "
-					  "start at %u)",
-					  tname, field, i, o, lo);
+			                  "type \"%s\": %s[%u] = %u is the object header (offsets "
+			                  "start at %u)",
+			                  tname, field, i, o, lo);
 		if (o >= limit)
 			return rh_err_set(err, RH_EINVAL,
-					  "type \"%s\": %s[%u] = %u is outside the %s (%u bytes)", tname,
-					  field, i, o, limit_what, limit);
+			                  "type \"%s\": %s[%u] = %u is outside the %s (%u bytes)",
+			                  tname, field, i, o, limit_what, limit);
 		if (o == forbid)
 			return rh_err_set(err, RH_EINVAL,
-					  "type \"%s\": %s[%u] = %u is the array length word", tname,
-					  field, i, o);
+			                  "type \"%s\": %s[%u] = %u is the array length word",
+			                  tname, field, i, o);
 	}
 	uint32_t *s = malloc(n * sizeof *s);
 	if (!s)
@@ -125,7 +127,7 @@ static int check_offsets(const char *tname, const char *field, const uint32_t *o
 			uint32_t dup = s[i];
 			free(s);
 			return rh_err_set(err, RH_EINVAL, "type \"%s\": %s lists offset %u twice",
-					  tname, field, dup);
+			                  tname, field, dup);
 		}
 	}
 	*out = s;
@@ -141,28 +143,28 @@ static int check_name(const rh_type_table *t, const char *name, int check_unique
 		return rh_err_set(err, RH_EINVAL, "type: name is empty");
 	if (len >= RH_TYPE_NAME_MAX)
 		return rh_err_set(err, RH_EINVAL, "type \"%.32s...\": name is longer than %d bytes",
-				  name, RH_TYPE_NAME_MAX - 1);
+		                  name, RH_TYPE_NAME_MAX - 1);
 	for (size_t i = 0; i < len; i++) {
 		unsigned char c = (unsigned char)name[i];
 		/* Names end up in diagnostics and logs. */
 		if (c < 0x20 || c == 0x7f)
 			return rh_err_set(err, RH_EINVAL,
-					  "type: name contains control character 0x%02x at %zu", c,
-					  i);
+			                  "type: name contains control character 0x%02x at %zu", c,
+			                  i);
 	}
 	if (check_unique) {
 		for (uint32_t i = 0; i < t->n; i++)
 			if (strcmp(t->types[i].name, name) == 0)
 				return rh_err_set(err, RH_EINVAL,
-						  "type \"%s\": name already registered as id %u",
-						  name, i);
+				                  "type \"%s\": name already registered as id %u",
+				                  name, i);
 	}
 	return 0;
 }
 
 /* Validate d into a normalised rh_type_info (offsets sorted and owned). */
 static int check_desc(const rh_type_table *t, const rh_type_desc *d, int check_unique,
-		      rh_type_info *ti, rh_error *err)
+                      rh_type_info *ti, rh_error *err)
 {
 	memset(ti, 0, sizeof *ti);
 	if (!d)
@@ -173,16 +175,16 @@ static int check_desc(const rh_type_table *t, const rh_type_desc *d, int check_u
 	const char *nm = d->name;
 	if ((unsigned)d->layout >= N_LAYOUTS)
 		return rh_err_set(err, RH_EINVAL, "type \"%s\": layout %d is not a known layout",
-				  nm, (int)d->layout);
+		                  nm, (int)d->layout);
 	int array = d->layout != RH_LAYOUT_FIXED;
 	uint32_t min = array ? RH_ARRAY_HEADER_SIZE : RH_HEADER_SIZE;
 	if (d->size % 8)
-		return rh_err_set(err, RH_EINVAL, "type \"%s\": size %u is not a multiple of 8",
-				  nm, d->size);
+		return rh_err_set(err, RH_EINVAL, "type \"%s\": size %u is not a multiple of 8", nm,
+		                  d->size);
 	if (d->size < min)
 		return rh_err_set(err, RH_EINVAL,
-				  "type \"%s\": size %u is below the minimum %u for a %s layout",
-				  nm, d->size, min, layout_names[d->layout]);
+		                  "type \"%s\": size %u is below the minimum %u for a %s layout",
+		                  nm, d->size, min, layout_names[d->layout]);
 
 	uint32_t elem_size = d->elem_size;
 	const uint32_t *eoffs = d->elem_ptr_offsets;
@@ -192,46 +194,49 @@ static int check_desc(const rh_type_table *t, const rh_type_desc *d, int check_u
 	case RH_LAYOUT_FIXED:
 		if (elem_size != 0)
 			return rh_err_set(err, RH_EINVAL,
-					  "type \"%s\": elem_size %u given for a fixed layout "
-					  "(must be 0)",
-					  nm, elem_size);
+			                  "type \"%s\": elem_size %u given for a fixed layout "
+			                  "(must be 0)",
+			                  nm, elem_size);
 		if (n_eoffs != 0)
 			return rh_err_set(err, RH_EINVAL,
-					  "type \"%s\": elem_ptr_offsets given for a fixed layout",
-					  nm);
+			                  "type \"%s\": elem_ptr_offsets given for a fixed layout",
+			                  nm);
 		break;
 	case RH_LAYOUT_REF_ARRAY:
 		if (elem_size != 0 && elem_size != 8)
 			return rh_err_set(err, RH_EINVAL,
-					  "type \"%s\": elem_size %u contradicts ref_array (always "
-					  "8)",
-					  nm, elem_size);
+			                  "type \"%s\": elem_size %u contradicts ref_array (always "
+			                  "8)",
+			                  nm, elem_size);
 		if (n_eoffs > 1 || (n_eoffs == 1 && (!eoffs || eoffs[0] != 0)))
 			return rh_err_set(err, RH_EINVAL,
-					  "type \"%s\": elem_ptr_offsets contradict ref_array (one "
-					  "pointer at offset 0)",
-					  nm);
+			                  "type \"%s\": elem_ptr_offsets contradict ref_array (one "
+			                  "pointer at offset 0)",
+			                  nm);
 		elem_size = 8;
 		eoffs = ref_elem;
 		n_eoffs = 1;
 		break;
 	case RH_LAYOUT_BYTE_ARRAY:
 		if (elem_size != 0 && elem_size != 1)
-			return rh_err_set(err, RH_EINVAL,
-					  "type \"%s\": elem_size %u contradicts byte_array (always "
-					  "1)",
-					  nm, elem_size);
+			return rh_err_set(
+			        err, RH_EINVAL,
+			        "type \"%s\": elem_size %u contradicts byte_array (always "
+			        "1)",
+			        nm, elem_size);
 		if (n_eoffs != 0)
 			return rh_err_set(err, RH_EINVAL,
-					  "type \"%s\": elem_ptr_offsets given for a byte_array", nm);
+			                  "type \"%s\": elem_ptr_offsets given for a byte_array",
+			                  nm);
 		elem_size = 1;
 		break;
 	case RH_LAYOUT_RECORD_ARRAY:
 		if (elem_size < 8 || elem_size % 8)
-			return rh_err_set(err, RH_EINVAL,
-					  "type \"%s\": elem_size %u must be a positive multiple of "
-					  "8 for a record_array",
-					  nm, elem_size);
+			return rh_err_set(
+			        err, RH_EINVAL,
+			        "type \"%s\": elem_size %u must be a positive multiple of "
+			        "8 for a record_array",
+			        nm, elem_size);
 		break;
 	}
 
@@ -240,12 +245,12 @@ static int check_desc(const rh_type_table *t, const rh_type_desc *d, int check_u
 	ti->size = d->size;
 	ti->elem_size = elem_size;
 	rc = check_offsets(nm, "ptr_offsets", d->ptr_offsets, d->n_ptrs, RH_HEADER_SIZE, d->size,
-			   "fixed part", array ? 8 : UINT32_MAX, &ti->ptr_offsets, err);
+	                   "fixed part", array ? 8 : UINT32_MAX, &ti->ptr_offsets, err);
 	if (rc)
 		return rc;
 	ti->n_ptrs = d->n_ptrs;
 	rc = check_offsets(nm, "elem_ptr_offsets", eoffs, n_eoffs, 0, elem_size, "element",
-			   UINT32_MAX, &ti->elem_ptr_offsets, err);
+	                   UINT32_MAX, &ti->elem_ptr_offsets, err);
 	if (rc) {
 		info_free(ti);
 		return rc;
@@ -254,8 +259,7 @@ static int check_desc(const rh_type_table *t, const rh_type_desc *d, int check_u
 	return 0;
 }
 
-static rh_type_id add_type(rh_type_table *t, const rh_type_desc *d, int check_unique,
-			   rh_error *err)
+static rh_type_id add_type(rh_type_table *t, const rh_type_desc *d, int check_unique, rh_error *err)
 {
 	rh_type_info ti;
 	if (check_desc(t, d, check_unique, &ti, err))
@@ -263,7 +267,7 @@ static rh_type_id add_type(rh_type_table *t, const rh_type_desc *d, int check_un
 	if (t->n >= RH_MAX_TYPES) {
 		info_free(&ti);
 		rh_err_set(err, RH_EINVAL, "type \"%s\": the table is full (%d types)", ti.name,
-			   RH_MAX_TYPES);
+		           RH_MAX_TYPES);
 		return 0;
 	}
 	if (grow(t)) {
@@ -273,7 +277,8 @@ static rh_type_id add_type(rh_type_table *t, const rh_type_desc *d, int check_un
 	}
 	uint32_t id = t->n++;
 	t->types[id] = ti;
-	t->sizes[id] = (struct rh_type_size){ti.size, ti.layout == RH_LAYOUT_FIXED ? 0 : ti.elem_size};
+	t->sizes[id] =
+	        (struct rh_type_size){ti.size, ti.layout == RH_LAYOUT_FIXED ? 0 : ti.elem_size};
 	return id;
 }
 
@@ -304,12 +309,12 @@ char *rh_typetab_to_json(const rh_type_table *t)
 		return NULL;
 	for (uint32_t id = 1; id < t->n; id++) {
 		const rh_type_info *ti = &t->types[id];
-		json_t *e = json_pack("{s:I,s:s,s:s,s:I,s:I,s:o,s:o}", "id", (json_int_t)id,
-				      "name", ti->name, "layout", layout_names[ti->layout], "size",
-				      (json_int_t)ti->size, "elem_size", (json_int_t)ti->elem_size,
-				      "ptrs", offsets_json(ti->ptr_offsets, ti->n_ptrs),
-				      "elem_ptrs",
-				      offsets_json(ti->elem_ptr_offsets, ti->n_elem_ptrs));
+		json_t *e =
+		        json_pack("{s:I,s:s,s:s,s:I,s:I,s:o,s:o}", "id", (json_int_t)id, "name",
+		                  ti->name, "layout", layout_names[ti->layout], "size",
+		                  (json_int_t)ti->size, "elem_size", (json_int_t)ti->elem_size,
+		                  "ptrs", offsets_json(ti->ptr_offsets, ti->n_ptrs), "elem_ptrs",
+		                  offsets_json(ti->elem_ptr_offsets, ti->n_elem_ptrs));
 		if (!e || json_array_append_new(types, e)) {
 			json_decref(root);
 			return NULL;
@@ -337,7 +342,7 @@ static uint32_t name_hash(const char *s)
 
 /* Returns the id + 1 of an equal name, or 0 after inserting id. */
 static uint32_t name_set_insert(struct name_set *ns, const rh_type_table *t, const char *name,
-				uint32_t id)
+                                uint32_t id)
 {
 	for (uint32_t i = name_hash(name) & ns->mask;; i = (i + 1) & ns->mask) {
 		if (ns->slot[i] == 0) {
@@ -373,11 +378,10 @@ static int get_offsets(json_t *a, uint32_t *out, uint32_t *n)
 
 #define JERR(...) rh_err_set(err, RH_EINVAL, "type table JSON: " __VA_ARGS__)
 
-static int decode_entry(rh_type_table *t, json_t *e, size_t idx, struct name_set *ns,
-			rh_error *err)
+static int decode_entry(rh_type_table *t, json_t *e, size_t idx, struct name_set *ns, rh_error *err)
 {
-	static const char *const keys[] = {"id",	"name",	 "layout",   "size",
-					   "elem_size", "ptrs", "elem_ptrs"};
+	static const char *const keys[] = {"id",        "name", "layout",   "size",
+	                                   "elem_size", "ptrs", "elem_ptrs"};
 	if (!json_is_object(e))
 		return JERR("types[%zu]: expected an object", idx);
 	const char *k;
@@ -404,28 +408,28 @@ static int decode_entry(rh_type_table *t, json_t *e, size_t idx, struct name_set
 		layout++;
 	if (!json_is_string(jl) || layout == N_LAYOUTS)
 		return JERR("types[%zu].layout: expected one of fixed, ref_array, byte_array, "
-			    "record_array",
-			    idx);
+		            "record_array",
+		            idx);
 	if (get_u32(json_object_get(e, "size"), &size))
 		return JERR("types[%zu].size: expected an integer in 0..4294967295", idx);
 	if (get_u32(json_object_get(e, "elem_size"), &elem_size))
 		return JERR("types[%zu].elem_size: expected an integer in 0..4294967295", idx);
 	if (get_offsets(json_object_get(e, "ptrs"), ptrs, &n_ptrs))
 		return JERR("types[%zu].ptrs: expected an array of at most %d offsets", idx,
-			    RH_MAX_PTR_FIELDS);
+		            RH_MAX_PTR_FIELDS);
 	if (get_offsets(json_object_get(e, "elem_ptrs"), eptrs, &n_eptrs))
 		return JERR("types[%zu].elem_ptrs: expected an array of at most %d offsets", idx,
-			    RH_MAX_PTR_FIELDS);
+		            RH_MAX_PTR_FIELDS);
 
 	rh_type_desc d = {
-		.name = json_string_value(jn),
-		.layout = (rh_layout)layout,
-		.size = size,
-		.elem_size = elem_size,
-		.ptr_offsets = ptrs,
-		.n_ptrs = n_ptrs,
-		.elem_ptr_offsets = eptrs,
-		.n_elem_ptrs = n_eptrs,
+	        .name = json_string_value(jn),
+	        .layout = (rh_layout)layout,
+	        .size = size,
+	        .elem_size = elem_size,
+	        .ptr_offsets = ptrs,
+	        .n_ptrs = n_ptrs,
+	        .elem_ptr_offsets = eptrs,
+	        .n_elem_ptrs = n_eptrs,
 	};
 	rh_error e2 = {0};
 	if (add_type(t, &d, 0, &e2) == 0)
@@ -434,7 +438,7 @@ static int decode_entry(rh_type_table *t, json_t *e, size_t idx, struct name_set
 	if (dup) {
 		truncate_to(t, id);
 		return JERR("types[%zu]: name \"%s\" already used by id %u", idx,
-			    json_string_value(jn), dup - 1);
+		            json_string_value(jn), dup - 1);
 	}
 	return 0;
 }

@@ -41,7 +41,7 @@ void rh_emit(rh_heap *h, rh_gc_kind kind, rh_phase ph, int begin)
 		pthread_mutex_unlock(&h->stats_lock);
 	}
 	if (h->event_fn) {
-		rh_event ev = {kind, ph, begin, h->stats.collections + h->stats.full_collections, now};
+		rh_event ev = {kind, ph, begin, h->gc_index, now};
 		h->event_fn(&ev, h->event_data);
 	}
 }
@@ -86,7 +86,7 @@ static void conservative_root(void *ctx, uintptr_t w)
 	if (!obj || rh_hdr_type(rh_hdr((void *)obj)) == RH_FILLER_TYPE)
 		return;
 	uint64_t *hd = (uint64_t *)obj;
-	r->retain = 1; /* a pinned object keeps its region in place */
+	r->has_pins = 1; /* the region stays; its unpinned objects still move */
 	if (!(*hd & RH_GC_PINNED)) {
 		*hd |= RH_GC_PINNED;
 		g->pinned++;
@@ -395,7 +395,7 @@ static void reclaim(rh_gc *g)
 				freed += (uint64_t)r->span * h->region_size;
 				rh_region_release(h, r);
 			}
-		} else if (r->retain) {
+		} else if (r->retain || r->has_pins) {
 			keep_region(g, r);
 		} else {
 			freed += h->region_size;
@@ -409,6 +409,7 @@ static void reclaim(rh_gc *g)
 		h->in_cset[i] = 0;
 		r->in_cset = 0;
 		r->retain = 0;
+		r->has_pins = 0;
 		r->starts_valid = 0;
 		r->old_top = r->top;
 	}
@@ -453,6 +454,7 @@ static void fold_mutator_counters(rh_heap *h)
 static void collect(rh_heap *h, rh_gc_kind kind)
 {
 	rh_gc g = {.h = h, .kind = kind};
+	h->gc_index = h->stats.collections + h->stats.full_collections;
 	g.live = calloc(h->n_regions, sizeof *g.live);
 	if (!g.live)
 		rh_panic("collector: out of memory");
@@ -534,8 +536,19 @@ static void collect(rh_heap *h, rh_gc_kind kind)
 	}
 }
 
+static void emit_stop(rh_heap *h, rh_gc_kind kind, uint64_t t_start)
+{
+	h->gc_index = h->stats.collections + h->stats.full_collections;
+	rh_emit(h, kind, RH_PHASE_STOP, 1);
+	rh_emit(h, kind, RH_PHASE_STOP, 0);
+	pthread_mutex_lock(&h->stats_lock);
+	h->stats.phase_ns[RH_PHASE_STOP] += rh_now_ns() - t_start;
+	pthread_mutex_unlock(&h->stats_lock);
+}
+
 static void collect_stopped(rh_heap *h, rh_gc_kind kind, uint64_t t_start)
 {
+	emit_stop(h, kind, t_start);
 	pthread_mutex_lock(&h->remset_lock);
 	fold_mutator_counters(h);
 	rh_barrier_drain(h);
@@ -545,6 +558,8 @@ static void collect_stopped(rh_heap *h, rh_gc_kind kind, uint64_t t_start)
 		rh_stats_record_pause(h, kind, rh_now_ns() - t_start);
 		t_start = rh_now_ns();
 		kind = RH_GC_FULL;
+		/* The world is already stopped: a zero-length stop phase. */
+		emit_stop(h, kind, t_start);
 		collect(h, kind);
 	}
 	pthread_mutex_unlock(&h->remset_lock);
@@ -558,11 +573,6 @@ int rh_collect_for_alloc(rh_heap *h, rh_mutator *self, int full)
 	if (!rh_stw_begin(h, self))
 		return 0;
 	/* Only the winner reports the stop phase; its length is the wait. */
-	rh_emit(h, kind, RH_PHASE_STOP, 1);
-	rh_emit(h, kind, RH_PHASE_STOP, 0);
-	pthread_mutex_lock(&h->stats_lock);
-	h->stats.phase_ns[RH_PHASE_STOP] += rh_now_ns() - t0;
-	pthread_mutex_unlock(&h->stats_lock);
 	collect_stopped(h, kind, t0);
 	rh_stw_end(h);
 	return 1;

@@ -116,6 +116,13 @@ rh_heap *rh_heap_open(const rh_config *cfg_in, rh_error *err)
 		return NULL;
 	}
 	rh_config cfg = *cfg_in;
+	/* `rheapctl run` points an unmodified program at its cluster. */
+	const char *env = getenv("RHEAP_CONFIG");
+	if (env && *env) {
+		if (rh_config_load(env, &cfg, err) != RH_OK)
+			return NULL;
+		rh_log(RH_LOG_INFO, "heap", "using the cluster config %s (RHEAP_CONFIG)", env);
+	}
 	if (rh_config_check(&cfg, err) != RH_OK)
 		return NULL;
 	rh_heap *h = calloc(1, sizeof *h);
@@ -180,6 +187,9 @@ rh_heap *rh_heap_open(const rh_config *cfg_in, rh_error *err)
 
 rh_heap *rh_heap_open_file(const char *path, rh_error *err)
 {
+	const char *env = getenv("RHEAP_CONFIG");
+	if (env && *env)
+		path = env;
 	rh_config cfg;
 	if (rh_config_load(path, &cfg, err) != RH_OK)
 		return NULL;

@@ -135,6 +135,7 @@ struct rh_heap {
 	rh_marker marker;
 	double copy_ns_per_byte; /* measured evacuation cost, for the pause budget */
 	uint32_t dest_region; /* region index + 1 receiving survivors */
+	uint64_t gc_index; /* index of the collection in progress, for events */
 
 	rh_event_fn event_fn;
 	void *event_data;

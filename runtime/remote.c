@@ -42,10 +42,12 @@ static int send_to(rh_remote *r, size_t i, rh_msg *m, rh_error *err)
 		   : rh_err_set(err, RH_EINVAL, "control path: cannot encode %s",
 				rh_msg_type_name(m->type));
 	pthread_mutex_unlock(&r->lock);
-	if (rc != RH_OK)
-		rh_err_set(err, rc, "memory server %zu (%s:%u): sending %s: %s", i,
-			   r->cfg->servers[i].host, r->cfg->servers[i].port,
-			   rh_msg_type_name(m->type), err->msg);
+	if (rc != RH_OK) {
+		char cause[sizeof err->msg];
+		snprintf(cause, sizeof cause, "%s", err->msg);
+		rh_err_set(err, rc, "%s: sending %s: %s", r->hosts[i].name,
+			   rh_msg_type_name(m->type), cause);
+	}
 	return rc;
 }
 
@@ -55,8 +57,7 @@ static void lose(rh_remote *r, size_t i, const char *why)
 	if (!atomic_compare_exchange_strong(&r->lost, &was, true))
 		return;
 	rh_error e;
-	rh_err_set(&e, RH_EPEER, "memory server %zu (%s:%u, tracer) lost: %s", i,
-		   r->cfg->servers[i].host, r->cfg->servers[i].port, why);
+	rh_err_set(&e, RH_EPEER, "%s lost: %s", r->hosts[i].name, why);
 	rh_log(RH_LOG_ERROR, "remote", "%s", e.msg);
 	if (r->fatal)
 		r->fatal(r->fatal_data, &e);
@@ -124,6 +125,8 @@ static int hello(rh_remote *r, size_t i, rh_error *err)
 	rh_swap_host *h = &r->hosts[i];
 	const rh_config *cfg = r->cfg;
 	rh_partition_of(cfg, (uint32_t)i, &h->part);
+	snprintf(h->name, sizeof h->name, "memory server %zu (%.40s:%u)", i, cfg->servers[i].host,
+		 cfg->servers[i].port);
 	rh_tp_opts o = {.provider = cfg->provider,
 			.secret = cfg->secret,
 			.secret_len = cfg->secret_len,
@@ -140,9 +143,16 @@ static int hello(rh_remote *r, size_t i, rh_error *err)
 				   .region_size = cfg->region_size,
 				   .part_base = h->part.base,
 				   .part_size = h->part.size};
-	if ((rc = send_to(r, i, &m, err)) != RH_OK)
-		return rc;
+	rc = send_to(r, i, &m, err);
 	size_t len;
+	if (rc != RH_OK) {
+		/* A tracer that refuses us says why before it closes. */
+		if (rh_tp_recv(h->conn, r->rbuf, sizeof r->rbuf, &len, 200, &e) == RH_OK &&
+		    rh_msg_decode(r->rbuf, len, &m, &e) == RH_OK && m.type == RH_MSG_ERROR)
+			return rh_err_set(err, m.u.error.code == RH_EBUSY ? RH_EBUSY : RH_EPEER,
+					  "%s refused: %s", h->name, m.u.error.text);
+		return rc;
+	}
 	if ((rc = rh_tp_recv(h->conn, r->rbuf, sizeof r->rbuf, &len, (int)cfg->timeout_ms, &e)) !=
 		    RH_OK ||
 	    (rc = rh_msg_decode(r->rbuf, len, &m, &e)) != RH_OK)
@@ -150,8 +160,7 @@ static int hello(rh_remote *r, size_t i, rh_error *err)
 				  cfg->servers[i].host, cfg->servers[i].port, e.msg);
 	if (m.type == RH_MSG_ERROR)
 		return rh_err_set(err, m.u.error.code == RH_EBUSY ? RH_EBUSY : RH_EPEER,
-				  "memory server %zu (%s:%u) refused: %s", i, cfg->servers[i].host,
-				  cfg->servers[i].port, m.u.error.text);
+				  "%s refused: %s", h->name, m.u.error.text);
 	if (m.type != RH_MSG_HELLO_OK ||
 	    m.u.hello_ok.meta_size < (uint64_t)h->part.n_regions * sizeof(rh_region_meta))
 		return rh_err_set(err, RH_EPEER,

@@ -107,7 +107,7 @@ int rh_swap_evict_batch(rh_swap *s, uint32_t region)
 	}
 	rh_error err;
 	if (nd && write_back(s, region, dirty, nd, &err) != RH_OK) {
-		rh_swap_fail(s, &err);
+		rh_swap_fail(s, rh_swap_host_of(s, dirty[0]), &err);
 		pthread_mutex_unlock(&s->evict_lock);
 		return -1;
 	}

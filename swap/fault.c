@@ -109,7 +109,7 @@ static void fetch(rh_swap *s, uintptr_t a, bool write)
 	if (rc == RH_OK)
 		rc = rh_tp_wait(h->conn, id, (int)s->o.timeout_ms, &err);
 	if (rc != RH_OK) {
-		rh_swap_fail(s, &err);
+		rh_swap_fail(s, h, &err);
 		return; /* the fatal handler ends the process; the faulter stays blocked */
 	}
 	for (size_t i = 1; i < n; i++)

@@ -73,7 +73,8 @@ static inline bool rh_swap_cas(rh_swap *s, size_t pg, uint8_t from, uint8_t to)
 					   __ATOMIC_ACQUIRE);
 }
 const rh_swap_host *rh_swap_host_of(rh_swap *s, uintptr_t a);
-void rh_swap_fail(rh_swap *s, const rh_error *err);
+/* A remote operation on host h failed: the heap is lost. */
+void rh_swap_fail(rh_swap *s, const rh_swap_host *h, const rh_error *err);
 uint64_t rh_swap_wr_id(rh_swap *s);
 
 /* userfaultfd helpers (fault.c). */

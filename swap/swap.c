@@ -25,11 +25,14 @@ uint64_t rh_swap_wr_id(rh_swap *s)
 	return atomic_fetch_add(&s->wr_seq, 1);
 }
 
-void rh_swap_fail(rh_swap *s, const rh_error *err)
+void rh_swap_fail(rh_swap *s, const rh_swap_host *h, const rh_error *cause)
 {
 	bool expected = false;
 	if (!atomic_compare_exchange_strong(&s->failed, &expected, true))
 		return;
+	rh_error e, *err = &e;
+	rh_err_set(err, cause->code == RH_OK ? RH_EPEER : cause->code, "%s lost: %s",
+		   h ? h->name : "a memory server", cause->msg);
 	pthread_mutex_lock(&s->lock);
 	pthread_cond_broadcast(&s->cond);
 	pthread_mutex_unlock(&s->lock);

@@ -30,6 +30,7 @@ typedef struct rh_swap rh_swap;
 
 /* One memory server: its partition and the connection to it. */
 typedef struct rh_swap_host {
+	char name[96]; /* "memory server N (host:port)", for error messages */
 	rh_tp_conn *conn;
 	rh_partition part; /* meta_base filled from HELLO_OK */
 } rh_swap_host;

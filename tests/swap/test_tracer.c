@@ -1,0 +1,203 @@
+/* rheap-tracerd's failure behaviour: bad command lines and configs, a busy
+ * tracer refusing a second CPU server, a killed tracer reported to the VM
+ * within 2 s, and tracers exiting when their CPU server dies.
+ *
+ * usage: test-tracer TRACERD PROVIDER
+ */
+#include <poll.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "runtime/internal.h"
+#include "tests/swap/cluster.h"
+
+static int passed, failed;
+#define CHECK(c, ...)                                                                              \
+	do {                                                                                       \
+		if (c) {                                                                           \
+			passed++;                                                                  \
+		} else {                                                                           \
+			failed++;                                                                  \
+			printf("not ok: " __VA_ARGS__);                                            \
+			printf("\n");                                                              \
+		}                                                                                  \
+	} while (0)
+
+static const char *tracerd, *provider;
+
+static double now_s(void)
+{
+	return (double)rh_now_ns() / 1e9;
+}
+
+/* Run a command, capture stderr, return its exit status (or -1). */
+static int run(char *const argv[], char *out, size_t cap)
+{
+	int p[2];
+	if (pipe(p) < 0)
+		return -1;
+	pid_t pid = fork();
+	if (pid == 0) {
+		dup2(p[1], 2);
+		dup2(p[1], 1);
+		close(p[0]);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	close(p[1]);
+	size_t n = 0;
+	ssize_t r;
+	while (n + 1 < cap && (r = read(p[0], out + n, cap - 1 - n)) > 0)
+		n += (size_t)r;
+	out[n] = 0;
+	close(p[0]);
+	int st;
+	waitpid(pid, &st, 0);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void test_command_line(const cluster *c)
+{
+	char out[4096], bad[400];
+	char *a1[] = {(char *)tracerd, "--index", "0", NULL};
+	CHECK(run(a1, out, sizeof out) == 2 && strstr(out, "--config"),
+	      "no --config: exit 2 naming it (%s)", out);
+	char *a2[] = {(char *)tracerd, "--config", (char *)c->config, "--index", "7", NULL};
+	CHECK(run(a2, out, sizeof out) == 2 && strstr(out, "--index 7"),
+	      "--index beyond the servers: exit 2 naming it (%s)", out);
+	snprintf(bad, sizeof bad, "%s/bad.json", c->dir);
+	FILE *f = fopen(bad, "w");
+	fputs("{\"heap\": {\"size\": \"64MiB\"}, \"gc\": {\"order\": \"sideways\"}}", f);
+	fclose(f);
+	char *a3[] = {(char *)tracerd, "--config", bad, "--index", "0", NULL};
+	CHECK(run(a3, out, sizeof out) == 2 && strstr(out, "gc.order"),
+	      "bad config: exit 2 naming the key (%s)", out);
+	char *a4[] = {(char *)tracerd, "--config", (char *)c->config, "--index", "0", "--listen",
+		      "nocolon", NULL};
+	CHECK(run(a4, out, sizeof out) == 2 && strstr(out, "--listen"),
+	      "bad --listen: exit 2 naming it (%s)", out);
+	char *a5[] = {(char *)tracerd, "--version", NULL};
+	CHECK(run(a5, out, sizeof out) == 0 && strstr(out, "rheap-tracerd"), "--version (%s)", out);
+}
+
+static void test_busy(cluster *c)
+{
+	rh_error err;
+	rh_heap *h = cluster_open(c, &err);
+	CHECK(h != NULL, "open the heap: %s", h ? "" : err.msg);
+	if (!h)
+		return;
+	/* A second CPU server with the same config: the first tracer refuses. */
+	rh_config cfg;
+	rh_config_load(c->config, &cfg, &err);
+	rh_remote *r2 = NULL;
+	int rc = rh_remote_open(&cfg, NULL, NULL, &r2, &err);
+	CHECK(rc == RH_EBUSY && strstr(err.msg, "busy"),
+	      "a second CPU server is refused as busy (rc %d: %s)", rc, err.msg);
+	if (rc == RH_OK)
+		rh_remote_close(r2);
+	rh_heap_close(h);
+}
+
+/* A child VM keeps touching a heap 4x its cache; the parent kills tracer 1.
+ * The child must end within 2 s with RH_EXIT_LOST and a message naming the
+ * tracer; the surviving tracer must notice the dead CPU server and exit. */
+static void test_killed_tracer(cluster *c)
+{
+	int ready[2], errp[2];
+	if (pipe(ready) < 0 || pipe(errp) < 0)
+		return;
+	pid_t vm = fork();
+	if (vm == 0) {
+		dup2(errp[1], 2);
+		rh_error err;
+		rh_heap *h = cluster_open(c, &err);
+		if (!h) {
+			fprintf(stderr, "open: %s\n", err.msg);
+			_exit(3);
+		}
+		rh_type_desc d = {.name = "bytes", .layout = RH_LAYOUT_BYTE_ARRAY, .size = 16,
+				  .elem_size = 1};
+		rh_type_id t = rh_type_register(h, &d, &err);
+		rh_mutator *m = rh_mutator_attach(h, &err);
+		void *slots[24] = {0};
+		rh_frame f;
+		rh_push_frame(m, &f, slots, 24);
+		if (write(ready[1], "r", 1) != 1)
+			_exit(4);
+		for (unsigned i = 0;; i++) {
+			/* Keep 24 MiB live in a 64 MiB heap: more than its 16 MiB cache. */
+			uint8_t *a = rh_alloc_array(m, t, 1 << 20);
+			if (!a)
+				_exit(5); /* an API error instead of the fatal path */
+			memset(a + 16, (int)i, 1 << 20);
+			slots[i % 24] = a;
+		}
+	}
+	close(ready[1]);
+	close(errp[1]);
+	char b;
+	int got = read(ready[0], &b, 1) == 1;
+	CHECK(got, "the VM started");
+	usleep(300000);
+	double t0 = now_s();
+	kill(c->pid[1], SIGKILL);
+	waitpid(c->pid[1], NULL, 0);
+	c->pid[1] = 0;
+	int st = 0;
+	pid_t w = 0;
+	while (now_s() - t0 < 5 && (w = waitpid(vm, &st, WNOHANG)) == 0)
+		usleep(10000);
+	double dt = now_s() - t0;
+	if (w == 0) {
+		kill(vm, SIGKILL);
+		waitpid(vm, &st, 0);
+	}
+	char out[4096] = {0};
+	ssize_t n = read(errp[0], out, sizeof out - 1);
+	out[n > 0 ? n : 0] = 0;
+	CHECK(w == vm && WIFEXITED(st) && WEXITSTATUS(st) == RH_EXIT_LOST,
+	      "the VM ended with exit status %d (got %s %d)", RH_EXIT_LOST,
+	      w == vm ? (WIFEXITED(st) ? "exit" : "signal") : "no exit",
+	      WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+	CHECK(dt < 2.0, "within 2 s of the kill (%.2f s)", dt);
+	CHECK(strstr(out, "memory server 1") && strstr(out, "lost"),
+	      "with a message naming the tracer: %s", out);
+
+	/* Tracer 0 lost its CPU server: it exits within its timeout. */
+	t0 = now_s();
+	while (now_s() - t0 < 5 && (w = waitpid(c->pid[0], &st, WNOHANG)) == 0)
+		usleep(10000);
+	dt = now_s() - t0;
+	CHECK(w == c->pid[0], "the surviving tracer exited after its CPU server died");
+	CHECK(dt < 3.0, "within its timeout plus a second (%.2f s)", dt);
+	if (w == c->pid[0])
+		c->pid[0] = 0;
+	close(ready[0]);
+	close(errp[0]);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 3) {
+		fprintf(stderr, "usage: %s TRACERD PROVIDER\n", argv[0]);
+		return 2;
+	}
+	tracerd = argv[1];
+	provider = argv[2];
+	cluster c;
+	if (cluster_start(&c, tracerd, provider, 2, 64, 0.25, 1000, NULL) < 0) {
+		perror("cluster");
+		return 2;
+	}
+	test_command_line(&c);
+	test_busy(&c);
+	/* The tracers served the first heap and exited; start fresh ones. */
+	cluster_stop(&c);
+	if (cluster_start(&c, tracerd, provider, 2, 64, 0.25, 1000, NULL) < 0)
+		return 2;
+	test_killed_tracer(&c);
+	cluster_stop(&c);
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed != 0;
+}

@@ -1,0 +1,370 @@
+/* rheapctl: start, stop and inspect local tracer daemons, and run programs
+ * on a disaggregated heap. */
+#include <errno.h>
+#include <stdarg.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rheap/rheap.h"
+
+static const char *prog = "rheapctl";
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: rheapctl COMMAND [options]\n"
+		"\n"
+		"commands:\n"
+		"  up      start a tracer for every local server of the config\n"
+		"  down    stop the tracers started by 'up'\n"
+		"  status  show each tracer's state, memory held and last heartbeat\n"
+		"  run     up, run PROGRAM ARGS on the heap (RHEAP_CONFIG is set for it), down\n"
+		"\n"
+		"options:\n"
+		"  -c, --config FILE    heap config (default: a single-host cluster of two shm\n"
+		"                       tracers, 1 GiB heap, 25%% cache, made under the state dir)\n"
+		"  -d, --state-dir DIR  pid and status files (default /tmp/rheap-UID)\n"
+		"  -t, --tracerd PATH   the rheap-tracerd binary (default: next to rheapctl, then PATH)\n"
+		"  -h, --help\n"
+		"\n"
+		"examples:\n"
+		"  rheapctl run -- ./my-vm script.scm\n"
+		"  rheapctl up --config cluster.json && rheapctl status --config cluster.json\n");
+}
+
+typedef struct ctl {
+	char config[PATH_MAX + 64];
+	char state[PATH_MAX - 64];
+	char tracerd[PATH_MAX];
+	rh_config cfg;
+} ctl;
+
+static int die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int die(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "%s: ", prog);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+	return 1;
+}
+
+static int is_local(const char *host)
+{
+	return !strcmp(host, "127.0.0.1") || !strcmp(host, "localhost") || !strcmp(host, "::1") ||
+	       !strncmp(host, "127.", 4);
+}
+
+/* The shipped default: two shm tracers on this host, a fresh secret. */
+static int make_default(ctl *c)
+{
+	char secret_path[PATH_MAX + 16];
+	snprintf(c->config, sizeof c->config, "%s/default.json", c->state);
+	snprintf(secret_path, sizeof secret_path, "%s/default.secret", c->state);
+	uint8_t raw[24];
+	if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw)
+		return die("getrandom: %s", strerror(errno));
+	char hex[sizeof raw * 2 + 2];
+	for (size_t i = 0; i < sizeof raw; i++)
+		snprintf(hex + 2 * i, 3, "%02x", raw[i]);
+	strcat(hex, "\n");
+	unlink(secret_path);
+	int fd = open(secret_path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	if (fd < 0 || write(fd, hex, strlen(hex)) != (ssize_t)strlen(hex))
+		return die("writing %s: %s", secret_path, strerror(errno));
+	close(fd);
+	/* Ports from the pid: two default clusters at once do not collide. */
+	int port = 21000 + (int)(getpid() % 20000) * 2;
+	FILE *f = fopen(c->config, "w");
+	if (!f)
+		return die("writing %s: %s", c->config, strerror(errno));
+	fprintf(f,
+		"{\n  \"heap\": {\"size\": \"1GiB\"},\n  \"cache\": {\"fraction\": 0.25},\n"
+		"  \"transport\": {\"provider\": \"shm\", \"timeout_ms\": 2000},\n"
+		"  \"secret_file\": \"default.secret\",\n"
+		"  \"servers\": [\n    {\"host\": \"127.0.0.1\", \"port\": %d},\n"
+		"    {\"host\": \"127.0.0.1\", \"port\": %d}\n  ]\n}\n",
+		port, port + 1);
+	fclose(f);
+	return 0;
+}
+
+static void file_of(const ctl *c, size_t i, const char *what, char *out, size_t n)
+{
+	/* Keyed by the config's port: several clusters can share a state dir. */
+	snprintf(out, n, "%s/tracer-%u-%zu.%s", c->state, c->cfg.servers[i].port, i, what);
+}
+
+static pid_t read_pid(const ctl *c, size_t i)
+{
+	char path[PATH_MAX + 64];
+	file_of(c, i, "pid", path, sizeof path);
+	FILE *f = fopen(path, "r");
+	long pid = 0;
+	if (f) {
+		if (fscanf(f, "%ld", &pid) != 1)
+			pid = 0;
+		fclose(f);
+	}
+	return pid > 0 && kill((pid_t)pid, 0) == 0 ? (pid_t)pid : 0;
+}
+
+static json_t *read_status(const ctl *c, size_t i)
+{
+	char path[PATH_MAX + 64];
+	file_of(c, i, "status", path, sizeof path);
+	return json_load_file(path, 0, NULL);
+}
+
+static int cmd_up(ctl *c)
+{
+	size_t started = 0;
+	for (size_t i = 0; i < c->cfg.n_servers; i++) {
+		if (!is_local(c->cfg.servers[i].host))
+			continue;
+		if (read_pid(c, i)) {
+			fprintf(stderr, "%s: tracer %zu is already running\n", prog, i);
+			continue;
+		}
+		char status[PATH_MAX + 64], pidf[PATH_MAX + 64], idx[24];
+		file_of(c, i, "status", status, sizeof status);
+		file_of(c, i, "pid", pidf, sizeof pidf);
+		snprintf(idx, sizeof idx, "%zu", i);
+		unlink(status);
+		pid_t p = fork();
+		if (p < 0)
+			return die("fork: %s", strerror(errno));
+		if (p == 0) {
+			setsid();
+			execl(c->tracerd, c->tracerd, "--config", c->config, "--index", idx,
+			      "--foreground", "--status", status, (char *)NULL);
+			fprintf(stderr, "%s: cannot run %s: %s\n", prog, c->tracerd, strerror(errno));
+			_exit(127);
+		}
+		FILE *f = fopen(pidf, "w");
+		if (f) {
+			fprintf(f, "%d\n", (int)p);
+			fclose(f);
+		}
+		started++;
+	}
+	/* Ready when every tracer reports it is listening. */
+	for (int t = 0; t < 200; t++) {
+		size_t ready = 0, local = 0;
+		for (size_t i = 0; i < c->cfg.n_servers; i++) {
+			if (!is_local(c->cfg.servers[i].host))
+				continue;
+			local++;
+			json_t *j = read_status(c, i);
+			ready += j != NULL;
+			json_decref(j);
+			if (!read_pid(c, i))
+				return die("tracer %zu exited while starting (see its messages above)",
+					   i);
+		}
+		if (ready == local) {
+			if (started)
+				fprintf(stderr, "%s: %zu tracer(s) up for %s\n", prog, started,
+					c->config);
+			return 0;
+		}
+		usleep(25000);
+	}
+	return die("tracers did not report ready within 5 s");
+}
+
+static int cmd_down(ctl *c)
+{
+	for (size_t i = 0; i < c->cfg.n_servers; i++) {
+		pid_t p = read_pid(c, i);
+		if (!p)
+			continue;
+		kill(p, SIGTERM);
+		for (int t = 0; t < 100 && kill(p, 0) == 0; t++) {
+			waitpid(p, NULL, WNOHANG);
+			usleep(20000);
+		}
+		if (kill(p, 0) == 0) {
+			kill(p, SIGKILL);
+			waitpid(p, NULL, 0);
+		}
+		char path[PATH_MAX + 64];
+		file_of(c, i, "pid", path, sizeof path);
+		unlink(path);
+		file_of(c, i, "status", path, sizeof path);
+		unlink(path);
+	}
+	return 0;
+}
+
+static int cmd_status(ctl *c)
+{
+	printf("%-6s %-22s %-8s %-8s %9s %12s %12s %10s\n", "tracer", "address", "state", "pid",
+	       "regions", "held MiB", "traced MiB", "heartbeat");
+	int rc = 0;
+	for (size_t i = 0; i < c->cfg.n_servers; i++) {
+		char addr[300];
+		snprintf(addr, sizeof addr, "%s:%u", c->cfg.servers[i].host, c->cfg.servers[i].port);
+		json_t *j = is_local(c->cfg.servers[i].host) ? read_status(c, i) : NULL;
+		pid_t p = read_pid(c, i);
+		if (!j || !p) {
+			printf("%-6zu %-22s %-8s\n", i, addr,
+			       is_local(c->cfg.servers[i].host) ? "down" : "remote");
+			rc = is_local(c->cfg.servers[i].host) ? 3 : rc;
+			json_decref(j);
+			continue;
+		}
+		char hb[32];
+		json_int_t ago = json_integer_value(json_object_get(j, "last_heartbeat_ms_ago"));
+		snprintf(hb, sizeof hb, "%lld ms ago", (long long)ago);
+		printf("%-6zu %-22s %-8s %-8d %9lld %12.1f %12.1f %10s\n", i, addr,
+		       json_string_value(json_object_get(j, "state")), (int)p,
+		       (long long)json_integer_value(json_object_get(j, "regions_hosted")),
+		       (double)json_integer_value(json_object_get(j, "bytes_held")) / 1048576.0,
+		       (double)json_integer_value(json_object_get(j, "bytes_traced")) / 1048576.0,
+		       ago ? hb : "-");
+		json_decref(j);
+	}
+	return rc;
+}
+
+static volatile sig_atomic_t child_pid;
+static void forward(int sig)
+{
+	if (child_pid > 0)
+		kill(child_pid, sig);
+}
+
+static int cmd_run(ctl *c, char **argv)
+{
+	if (!argv[0])
+		return die("run: no PROGRAM given (rheapctl run [--config FILE] -- PROGRAM ARGS)");
+	if (cmd_up(c) != 0) {
+		cmd_down(c);
+		return 1;
+	}
+	pid_t p = fork();
+	if (p == 0) {
+		setenv("RHEAP_CONFIG", c->config, 1);
+		execvp(argv[0], argv);
+		fprintf(stderr, "%s: cannot run %s: %s\n", prog, argv[0], strerror(errno));
+		_exit(127);
+	}
+	child_pid = p;
+	struct sigaction sa = {.sa_handler = forward};
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	int st = 0;
+	while (waitpid(p, &st, 0) < 0 && errno == EINTR)
+		;
+	cmd_down(c);
+	if (WIFSIGNALED(st))
+		return 128 + WTERMSIG(st);
+	return WEXITSTATUS(st);
+}
+
+static int find_tracerd(ctl *c)
+{
+	const char *env = getenv("RHEAP_TRACERD");
+	if (env && *env) {
+		snprintf(c->tracerd, sizeof c->tracerd, "%s", env);
+		return 0;
+	}
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+	if (n > 0) {
+		self[n] = 0;
+		char *slash = strrchr(self, '/');
+		if (slash) {
+			*slash = 0;
+			/* Installed side by side, or in a build tree. */
+			const char *cands[] = {"%s/rheap-tracerd", "%s/../memserver/rheap-tracerd"};
+			for (size_t i = 0; i < 2; i++) {
+				snprintf(c->tracerd, sizeof c->tracerd, cands[i], self);
+				if (access(c->tracerd, X_OK) == 0)
+					return 0;
+			}
+		}
+	}
+	snprintf(c->tracerd, sizeof c->tracerd, "rheap-tracerd");
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	ctl c = {0};
+	const char *cmd = argc > 1 ? argv[1] : NULL;
+	if (!cmd || !strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
+		usage(cmd ? stdout : stderr);
+		return cmd ? 0 : 2;
+	}
+	const char *config = NULL, *state = NULL;
+	int i = 2;
+	for (; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "--")) {
+			i++;
+			break;
+		}
+		if ((!strcmp(a, "-c") || !strcmp(a, "--config")) && i + 1 < argc)
+			config = argv[++i];
+		else if ((!strcmp(a, "-d") || !strcmp(a, "--state-dir")) && i + 1 < argc)
+			state = argv[++i];
+		else if ((!strcmp(a, "-t") || !strcmp(a, "--tracerd")) && i + 1 < argc)
+			snprintf(c.tracerd, sizeof c.tracerd, "%s", argv[++i]);
+		else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			usage(stdout);
+			return 0;
+		} else if (a[0] == '-') {
+			die("unknown option '%s'", a);
+			usage(stderr);
+			return 2;
+		} else
+			break;
+	}
+	if (state)
+		snprintf(c.state, sizeof c.state, "%s", state);
+	else
+		snprintf(c.state, sizeof c.state, "/tmp/rheap-%u", (unsigned)getuid());
+	if (mkdir(c.state, 0700) < 0 && errno != EEXIST)
+		return die("cannot create the state dir %s: %s", c.state, strerror(errno));
+	if (!c.tracerd[0])
+		find_tracerd(&c);
+	if (config) {
+		if (!realpath(config, c.config))
+			return die("--config %s: %s", config, strerror(errno));
+	} else if (!strcmp(cmd, "run") || !strcmp(cmd, "up")) {
+		if (make_default(&c) != 0)
+			return 1;
+	} else {
+		snprintf(c.config, sizeof c.config, "%s/default.json", c.state);
+	}
+	rh_error err;
+	if (rh_config_load(c.config, &c.cfg, &err) != RH_OK)
+		return die("%s", err.msg);
+	if (c.cfg.n_servers == 0)
+		return die("%s lists no memory servers: nothing to start", c.config);
+	if (!strcmp(cmd, "up"))
+		return cmd_up(&c);
+	if (!strcmp(cmd, "down"))
+		return cmd_down(&c);
+	if (!strcmp(cmd, "status"))
+		return cmd_status(&c);
+	if (!strcmp(cmd, "run"))
+		return cmd_run(&c, argv + i);
+	die("unknown command '%s'", cmd);
+	usage(stderr);
+	return 2;
+}
