@@ -35,10 +35,17 @@ int rh_err_errno(rh_error *err, int code, const char *fmt, ...)
 
 const char *rh_status_name(int code)
 {
-	static const char *const names[] = {"ok",	     "invalid argument", "bad configuration",
-					    "out of memory", "bad state",	 "I/O error",
-					    "timed out",     "peer failed",	 "authentication failed",
-					    "out of range",  "busy"};
+	static const char *const names[] = {"ok",
+	                                    "invalid argument",
+	                                    "bad configuration",
+	                                    "out of memory",
+	                                    "bad state",
+	                                    "I/O error",
+	                                    "timed out",
+	                                    "peer failed",
+	                                    "authentication failed",
+	                                    "out of range",
+	                                    "busy"};
 	if (code < 0 || (size_t)code >= sizeof names / sizeof names[0])
 		return "unknown error";
 	return names[code];

@@ -41,7 +41,10 @@ void rh_log(int l, const char *component, const char *fmt, ...)
 		return;
 	char line[1024];
 	int n = snprintf(line, sizeof line, "rheap[%d] %s %s: ", (int)getpid(),
-			 level_names[l < 0 ? 0 : l > 3 ? 3 : l], component);
+	                 level_names[l < 0   ? 0
+	                             : l > 3 ? 3
+	                                     : l],
+	                 component);
 	va_list ap;
 	va_start(ap, fmt);
 	if (n >= 0 && (size_t)n < sizeof line)

@@ -29,14 +29,14 @@ static int register_types(rh_heap *h, rh_error *err)
 {
 	static const uint32_t cell_ptrs[] = {offsetof(cell, car), offsetof(cell, cdr)};
 	rh_type_desc cell_desc = {.name = "cell",
-				  .layout = RH_LAYOUT_FIXED,
-				  .size = sizeof(cell),
-				  .ptr_offsets = cell_ptrs,
-				  .n_ptrs = 2};
+	                          .layout = RH_LAYOUT_FIXED,
+	                          .size = sizeof(cell),
+	                          .ptr_offsets = cell_ptrs,
+	                          .n_ptrs = 2};
 	rh_type_desc string_desc = {.name = "string",
-				    .layout = RH_LAYOUT_BYTE_ARRAY,
-				    .size = offsetof(string, bytes),
-				    .elem_size = 1};
+	                            .layout = RH_LAYOUT_BYTE_ARRAY,
+	                            .size = offsetof(string, bytes),
+	                            .elem_size = 1};
 	CELL = rh_type_register(h, &cell_desc, err);
 	STRING = CELL ? rh_type_register(h, &string_desc, err) : 0;
 	return STRING ? 0 : -1;
@@ -107,8 +107,8 @@ int main(void)
 	}
 	rh_stats st;
 	rh_stats_get(h, &st);
-	printf("%d strings kept, %d wrong; %llu collections, %llu MiB copied, max pause %.2f ms\n", n,
-	       bad, (unsigned long long)(st.collections + st.full_collections),
+	printf("%d strings kept, %d wrong; %llu collections, %llu MiB copied, max pause %.2f ms\n",
+	       n, bad, (unsigned long long)(st.collections + st.full_collections),
 	       (unsigned long long)(st.bytes_copied >> 20), st.max_pause_ns / 1e6);
 	rh_mutator_detach(m);
 	rh_heap_close(h);

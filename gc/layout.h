@@ -26,7 +26,7 @@ static inline uint64_t rh_tag_version(uint64_t tag)
 /* Per-region metadata on the memory server, one-sided accessible. */
 typedef struct rh_region_meta {
 	uint64_t tag;
-	uint64_t log_head; /* entries appended so far; slot = i % RH_LOG_ENTRIES */
+	uint64_t log_head;            /* entries appended so far; slot = i % RH_LOG_ENTRIES */
 	uint32_t log[RH_LOG_ENTRIES]; /* page index within the region */
 } rh_region_meta;
 
@@ -55,7 +55,7 @@ static inline int rh_partition_of(const rh_config *cfg, uint32_t i, rh_partition
 	out->first_region = (uint32_t)((base - cfg->heap_base) / cfg->region_size);
 	out->n_regions = (uint32_t)(out->size / cfg->region_size);
 	out->meta_size = (out->n_regions * sizeof(rh_region_meta) + RH_PAGE_SIZE - 1) &
-			 ~(uint64_t)(RH_PAGE_SIZE - 1);
+	                 ~(uint64_t)(RH_PAGE_SIZE - 1);
 	out->meta_base = 0; /* learnt from the host */
 	return 0;
 }

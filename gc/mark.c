@@ -128,7 +128,7 @@ int rh_marker_drain(rh_marker *mk)
 		if (rh_object_slots(mk->tt, (void *)obj, visit, &c) < 0 && !mk->error) {
 			mk->error = 1;
 			fprintf(stderr, "rheap: marker: corrupt object header %#llx at %p\n",
-				(unsigned long long)rh_hdr((void *)obj), (void *)obj);
+			        (unsigned long long)rh_hdr((void *)obj), (void *)obj);
 		}
 		/* Reversed, so the first field is popped (and placed) first. */
 		while (c.n > 0)

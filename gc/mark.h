@@ -28,7 +28,7 @@ typedef struct rh_marker {
 	uintptr_t heap_size;
 	uint32_t region_shift;
 	const uint8_t *in_set; /* per region */
-	uint64_t *mark_bits; /* heap-wide, one bit per word; caller clears */
+	uint64_t *mark_bits;   /* heap-wide, one bit per word; caller clears */
 	rh_order order_kind;
 
 	uintptr_t *work; /* DFS stack or BFS ring */

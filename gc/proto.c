@@ -39,8 +39,8 @@ static uint64_t get64(const uint8_t *p)
 
 const char *rh_msg_type_name(unsigned type)
 {
-	static const char *const names[] = {"?",     "HELLO", "TYPES", "HELLO_OK", "ERROR",
-					    "FREE",  "PING",  "PONG",  "BYE"};
+	static const char *const names[] = {"?",    "HELLO", "TYPES", "HELLO_OK", "ERROR",
+	                                    "FREE", "PING",  "PONG",  "BYE"};
 	return type <= RH_MSG_TYPE_MAX ? names[type] : "?";
 }
 
@@ -130,7 +130,7 @@ int rh_msg_decode(const uint8_t *buf, size_t len, rh_msg *m, rh_error *err)
 {
 	if (len < RH_PROTO_HDR)
 		return BAD("message of %zu bytes is shorter than the %u-byte header", len,
-			   RH_PROTO_HDR);
+		           RH_PROTO_HDR);
 	if (get16(buf) != RH_PROTO_MAGIC)
 		return BAD("bad magic %#x", get16(buf));
 	if (buf[2] != RH_PROTO_VERSION)
@@ -138,7 +138,7 @@ int rh_msg_decode(const uint8_t *buf, size_t len, rh_msg *m, rh_error *err)
 	uint32_t plen = get32(buf + 4);
 	if (plen != len - RH_PROTO_HDR)
 		return BAD("%s: header says %u payload bytes, message has %zu",
-			   rh_msg_type_name(buf[3]), plen, len - RH_PROTO_HDR);
+		           rh_msg_type_name(buf[3]), plen, len - RH_PROTO_HDR);
 	memset(m, 0, sizeof *m);
 	m->type = buf[3];
 	m->seq = get32(buf + 8);
@@ -157,7 +157,7 @@ int rh_msg_decode(const uint8_t *buf, size_t len, rh_msg *m, rh_error *err)
 		m->u.hello.part_size = get64(p + 40);
 		if (m->u.hello.types_len > (64u << 20))
 			return BAD("HELLO: type table of %u bytes exceeds 64 MiB",
-				   m->u.hello.types_len);
+			           m->u.hello.types_len);
 		return RH_OK;
 	case RH_MSG_TYPES:
 		if (plen < 12)
@@ -167,11 +167,11 @@ int rh_msg_decode(const uint8_t *buf, size_t len, rh_msg *m, rh_error *err)
 		m->u.types.len = get32(p + 8);
 		if (m->u.types.len != plen - 12)
 			return BAD("TYPES: chunk length %u but %u bytes follow", m->u.types.len,
-				   plen - 12);
+			           plen - 12);
 		if (m->u.types.offset > m->u.types.total ||
 		    m->u.types.len > m->u.types.total - m->u.types.offset)
 			return BAD("TYPES: chunk [%u, +%u) outside the table of %u bytes",
-				   m->u.types.offset, m->u.types.len, m->u.types.total);
+			           m->u.types.offset, m->u.types.len, m->u.types.total);
 		m->u.types.bytes = p + 12;
 		return RH_OK;
 	case RH_MSG_HELLO_OK:
@@ -189,8 +189,8 @@ int rh_msg_decode(const uint8_t *buf, size_t len, rh_msg *m, rh_error *err)
 			return BAD("ERROR: text length %u inconsistent with payload %u", n, plen);
 		m->u.error.code = get32(p);
 		for (uint32_t i = 0; i < n; i++) /* printable only: it ends up in logs */
-			m->u.error.text[i] = p[8 + i] >= 0x20 && p[8 + i] < 0x7f ? (char)p[8 + i]
-										 : '?';
+			m->u.error.text[i] =
+			        p[8 + i] >= 0x20 && p[8 + i] < 0x7f ? (char)p[8 + i] : '?';
 		return RH_OK;
 	}
 	case RH_MSG_FREE:
@@ -199,7 +199,7 @@ int rh_msg_decode(const uint8_t *buf, size_t len, rh_msg *m, rh_error *err)
 		m->u.free.n = get32(p);
 		if (m->u.free.n > RH_PROTO_MAX_FREE || plen != 4 + 4 * (uint64_t)m->u.free.n)
 			return BAD("FREE: %u regions inconsistent with payload %u", m->u.free.n,
-				   plen);
+			           plen);
 		m->u.free.regions = p + 4;
 		return RH_OK;
 	case RH_MSG_PING:

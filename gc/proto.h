@@ -23,12 +23,12 @@
 #define RH_PROTO_MAX_FREE ((RH_PROTO_MAX - RH_PROTO_HDR - 4u) / 4u)
 
 enum rh_msg_type {
-	RH_MSG_HELLO = 1, /* CPU → tracer: who I think you are */
-	RH_MSG_TYPES = 2, /* CPU → tracer: a chunk of the type table JSON */
+	RH_MSG_HELLO = 1,    /* CPU → tracer: who I think you are */
+	RH_MSG_TYPES = 2,    /* CPU → tracer: a chunk of the type table JSON */
 	RH_MSG_HELLO_OK = 3, /* tracer → CPU: ready; where the metadata is */
-	RH_MSG_ERROR = 4, /* either way: fatal, with a reason */
-	RH_MSG_FREE = 5, /* CPU → tracer: regions freed by the collector */
-	RH_MSG_PING = 6, /* either way: heartbeat */
+	RH_MSG_ERROR = 4,    /* either way: fatal, with a reason */
+	RH_MSG_FREE = 5,     /* CPU → tracer: regions freed by the collector */
+	RH_MSG_PING = 6,     /* either way: heartbeat */
 	RH_MSG_PONG = 7,
 	RH_MSG_BYE = 8, /* CPU → tracer: orderly close */
 	RH_MSG_TYPE_MAX = 8,

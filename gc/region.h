@@ -24,20 +24,20 @@ typedef enum rh_region_kind {
 
 typedef struct rh_region {
 	uintptr_t start;
-	uintptr_t top; /* bump pointer */
-	uintptr_t old_top; /* top at the end of the last collection */
-	uint64_t live_bytes; /* from the last marking that covered this region */
+	uintptr_t top;         /* bump pointer */
+	uintptr_t old_top;     /* top at the end of the last collection */
+	uint64_t live_bytes;   /* from the last marking that covered this region */
 	uint64_t cached_bytes; /* resident on the CPU server (swap) */
 	uint32_t index;
 	uint32_t survivals; /* collections this region's objects survived */
-	uint32_t span; /* HUMONGOUS: regions the object spans */
-	uint32_t head; /* HUMONGOUS_CONT: index of the HUMONGOUS head */
-	uint8_t kind; /* rh_region_kind */
-	uint8_t in_cset; /* being collected now */
+	uint32_t span;      /* HUMONGOUS: regions the object spans */
+	uint32_t head;      /* HUMONGOUS_CONT: index of the HUMONGOUS head */
+	uint8_t kind;       /* rh_region_kind */
+	uint8_t in_cset;    /* being collected now */
 	uint8_t retain; /* in the collection set, every object stays (humongous, dense, failure) */
-	uint8_t has_pins; /* holds pinned objects: kept, its other objects still move */
+	uint8_t has_pins;     /* holds pinned objects: kept, its other objects still move */
 	uint8_t starts_valid; /* the collector's object-start bitmap covers it */
-	uint8_t live_known; /* live_bytes is from a marking, not an estimate */
+	uint8_t live_known;   /* live_bytes is from a marking, not an estimate */
 	rh_remset remset;
 } rh_region;
 

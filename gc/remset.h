@@ -22,7 +22,7 @@
 typedef struct rh_remset {
 	uint64_t *cards; /* open addressing; slot value card+1, 0 = empty */
 	size_t n_cards;
-	size_t cap; /* power of two or 0 */
+	size_t cap;        /* power of two or 0 */
 	uint64_t *targets; /* bitmap over the region's words, or NULL */
 } rh_remset;
 

@@ -20,18 +20,18 @@
 typedef struct rh_type_info {
 	char name[RH_TYPE_NAME_MAX];
 	rh_layout layout;
-	uint32_t size; /* fixed part, bytes, header included */
+	uint32_t size;      /* fixed part, bytes, header included */
 	uint32_t elem_size; /* 0 for fixed layouts */
 	uint32_t n_ptrs;
 	uint32_t n_elem_ptrs;
-	uint32_t *ptr_offsets; /* malloc'd, ascending */
+	uint32_t *ptr_offsets;      /* malloc'd, ascending */
 	uint32_t *elem_ptr_offsets; /* malloc'd, ascending */
 } rh_type_info;
 
 typedef struct rh_type_table {
-	rh_type_info *types; /* index = type id */
+	rh_type_info *types;        /* index = type id */
 	struct rh_type_size *sizes; /* parallel to types, for the fast path */
-	uint32_t n; /* ids in use, filler included */
+	uint32_t n;                 /* ids in use, filler included */
 	uint32_t cap;
 } rh_type_table;
 

@@ -16,7 +16,7 @@ static int make_memfd(const char *name, uint64_t size, rh_error *err)
 		return -rh_err_errno(err, RH_EIO, "tracer: memfd_create(%s)", name);
 	if (ftruncate(fd, (off_t)size) < 0) {
 		rh_err_errno(err, RH_ENOMEM, "tracer: sizing %s to %llu bytes", name,
-			     (unsigned long long)size);
+		             (unsigned long long)size);
 		close(fd);
 		return -RH_ENOMEM;
 	}
@@ -29,23 +29,23 @@ int rh_host_open(rh_host *h, const rh_config *cfg, uint32_t i, rh_error *err)
 	h->data_fd = h->meta_fd = -1;
 	if (rh_partition_of(cfg, i, &h->part) < 0)
 		return rh_err_set(err, RH_ECONFIG, "tracer: --index %u: the config has %zu servers",
-				  i, cfg->n_servers);
+		                  i, cfg->n_servers);
 	h->region_size = cfg->region_size;
 	int fd = make_memfd("rheap-partition", h->part.size, err);
 	if (fd < 0)
 		return -fd;
 	h->data_fd = fd;
 	void *p = mmap((void *)h->part.base, h->part.size, PROT_READ | PROT_WRITE,
-		       MAP_SHARED | MAP_FIXED_NOREPLACE, fd, 0);
+	               MAP_SHARED | MAP_FIXED_NOREPLACE, fd, 0);
 	if (p == MAP_FAILED || p != (void *)h->part.base) {
 		int e = errno;
 		if (p != MAP_FAILED)
 			munmap(p, h->part.size);
 		errno = e;
 		rh_err_errno(err, e == EEXIST ? RH_EBUSY : RH_EIO,
-			     "tracer: cannot map partition %u at [%#llx, %#llx)", i,
-			     (unsigned long long)h->part.base,
-			     (unsigned long long)(h->part.base + h->part.size));
+		             "tracer: cannot map partition %u at [%#llx, %#llx)", i,
+		             (unsigned long long)h->part.base,
+		             (unsigned long long)(h->part.base + h->part.size));
 		rh_host_close(h);
 		return err ? err->code : RH_EIO;
 	}
@@ -85,14 +85,15 @@ void rh_host_close(rh_host *h)
 int rh_host_free_region(rh_host *h, uint32_t region, rh_error *err)
 {
 	if (region < h->part.first_region || region - h->part.first_region >= h->part.n_regions)
-		return rh_err_set(err, RH_ERANGE,
-				  "tracer: FREE of region %u, outside partition %u (regions %u..%u)",
-				  region, h->part.index, h->part.first_region,
-				  h->part.first_region + h->part.n_regions - 1);
+		return rh_err_set(
+		        err, RH_ERANGE,
+		        "tracer: FREE of region %u, outside partition %u (regions %u..%u)", region,
+		        h->part.index, h->part.first_region,
+		        h->part.first_region + h->part.n_regions - 1);
 	uint32_t local = region - h->part.first_region;
 	off_t off = (off_t)local * (off_t)h->region_size;
 	if (fallocate(h->data_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off,
-		      (off_t)h->region_size) < 0)
+	              (off_t)h->region_size) < 0)
 		return rh_err_errno(err, RH_EIO, "tracer: punching region %u", region);
 	h->punched_bytes += h->region_size;
 	/* Tag and log head keep counting: versions and log positions never

@@ -42,16 +42,14 @@ static void write_status(server *s)
 	pthread_mutex_lock(&s->st_lock);
 	rh_server_status st = s->st;
 	pthread_mutex_unlock(&s->st_lock);
-	json_t *j = json_pack("{s:s, s:i, s:s, s:I, s:I, s:I, s:I, s:I, s:I}", "state", st.state,
-			      "pid", (int)getpid(), "peer", st.peer, "index",
-			      (json_int_t)s->o->index, "regions_hosted",
-			      (json_int_t)st.regions_hosted, "bytes_held",
-			      (json_int_t)rh_host_resident(&s->host), "bytes_traced",
-			      (json_int_t)st.bytes_traced, "last_heartbeat_ms_ago",
-			      (json_int_t)(st.last_heartbeat_ns
-						   ? (rh_now_ns() - st.last_heartbeat_ns) / 1000000
-						   : 0),
-			      "regions_freed", (json_int_t)st.regions_freed);
+	json_t *j = json_pack(
+	        "{s:s, s:i, s:s, s:I, s:I, s:I, s:I, s:I, s:I}", "state", st.state, "pid",
+	        (int)getpid(), "peer", st.peer, "index", (json_int_t)s->o->index, "regions_hosted",
+	        (json_int_t)st.regions_hosted, "bytes_held", (json_int_t)rh_host_resident(&s->host),
+	        "bytes_traced", (json_int_t)st.bytes_traced, "last_heartbeat_ms_ago",
+	        (json_int_t)(st.last_heartbeat_ns ? (rh_now_ns() - st.last_heartbeat_ns) / 1000000
+	                                          : 0),
+	        "regions_freed", (json_int_t)st.regions_freed);
 	char tmp[4200];
 	snprintf(tmp, sizeof tmp, "%s.tmp", s->o->status_path);
 	/* Write then rename, so readers never see a half-written file. */
@@ -75,7 +73,7 @@ static int send_msg(server *s, rh_tp_conn *c, const rh_msg *m, rh_error *err)
 	size_t n = rh_msg_encode(m, s->msg, sizeof s->msg);
 	if (!n)
 		return rh_err_set(err, RH_EINVAL, "tracer: cannot encode %s",
-				  rh_msg_type_name(m->type));
+		                  rh_msg_type_name(m->type));
 	return rh_tp_send(c, s->msg, n, (int)s->o->cfg->timeout_ms, err);
 }
 
@@ -101,7 +99,7 @@ static void *refuser_main(void *arg)
 		char text[160];
 		pthread_mutex_lock(&s->st_lock);
 		snprintf(text, sizeof text, "tracer %u is busy serving another CPU server (%s)",
-			 s->o->index, s->st.peer);
+		         s->o->index, s->st.peer);
 		pthread_mutex_unlock(&s->st_lock);
 		rh_log(RH_LOG_WARN, "tracerd", "refused a second CPU server: busy");
 		send_error(s, c, RH_EBUSY, text);
@@ -116,19 +114,19 @@ static int check_hello(server *s, const rh_msg_hello *h, char *why, size_t n)
 	const rh_partition *p = &s->host.part;
 	if (h->partition != s->o->index)
 		snprintf(why, n, "CPU server expects partition %u, this tracer hosts %u",
-			 h->partition, s->o->index);
+		         h->partition, s->o->index);
 	else if (h->heap_base != cfg->heap_base || h->heap_size != cfg->heap_size ||
-		 h->region_size != cfg->region_size)
+	         h->region_size != cfg->region_size)
 		snprintf(why, n,
-			 "heap mismatch: CPU server has base %#llx size %llu region %llu, tracer "
-			 "has base %#llx size %llu region %llu (same config file on every node?)",
-			 (unsigned long long)h->heap_base, (unsigned long long)h->heap_size,
-			 (unsigned long long)h->region_size, (unsigned long long)cfg->heap_base,
-			 (unsigned long long)cfg->heap_size, (unsigned long long)cfg->region_size);
+		         "heap mismatch: CPU server has base %#llx size %llu region %llu, tracer "
+		         "has base %#llx size %llu region %llu (same config file on every node?)",
+		         (unsigned long long)h->heap_base, (unsigned long long)h->heap_size,
+		         (unsigned long long)h->region_size, (unsigned long long)cfg->heap_base,
+		         (unsigned long long)cfg->heap_size, (unsigned long long)cfg->region_size);
 	else if (h->part_base != p->base || h->part_size != p->size)
 		snprintf(why, n, "partition mismatch: CPU server %#llx+%llu, tracer %#llx+%llu",
-			 (unsigned long long)h->part_base, (unsigned long long)h->part_size,
-			 (unsigned long long)p->base, (unsigned long long)p->size);
+		         (unsigned long long)h->part_base, (unsigned long long)h->part_size,
+		         (unsigned long long)p->base, (unsigned long long)p->size);
 	else
 		return 0;
 	return -1;
@@ -140,8 +138,9 @@ static int on_types(server *s, const rh_msg_types *t, rh_error *err)
 	 * chunk says how large it is. */
 	if (t->offset == 0) {
 		if (t->total > (64u << 20))
-			return rh_err_set(err, RH_EPEER, "tracer: type table of %u bytes exceeds 64 MiB",
-					  t->total);
+			return rh_err_set(err, RH_EPEER,
+			                  "tracer: type table of %u bytes exceeds 64 MiB",
+			                  t->total);
 		free(s->types_buf);
 		s->types_buf = malloc(t->total ? t->total : 1);
 		if (!s->types_buf)
@@ -150,12 +149,13 @@ static int on_types(server *s, const rh_msg_types *t, rh_error *err)
 		s->types_have = 0;
 	}
 	if (!s->types_buf || t->total != s->types_total)
-		return rh_err_set(err, RH_EPEER,
-				  "tracer: TYPES chunk for a table of %u bytes, the first chunk said %u",
-				  t->total, s->types_total);
+		return rh_err_set(
+		        err, RH_EPEER,
+		        "tracer: TYPES chunk for a table of %u bytes, the first chunk said %u",
+		        t->total, s->types_total);
 	if (t->offset != s->types_have)
 		return rh_err_set(err, RH_EPEER, "tracer: TYPES chunk at %u, expected %u",
-				  t->offset, s->types_have);
+		                  t->offset, s->types_have);
 	memcpy(s->types_buf + t->offset, t->bytes, t->len);
 	s->types_have += t->len;
 	if (s->types_have < s->types_total)
@@ -183,7 +183,7 @@ static int serve(server *s, rh_error *err)
 		return rc;
 	if (m.type != RH_MSG_HELLO)
 		return rh_err_set(err, RH_EPEER, "tracer: expected HELLO, got %s",
-				  rh_msg_type_name(m.type));
+		                  rh_msg_type_name(m.type));
 	char why[256];
 	if (check_hello(s, &m.u.hello, why, sizeof why) < 0) {
 		send_error(s, c, RH_ECONFIG, why);
@@ -192,9 +192,9 @@ static int serve(server *s, rh_error *err)
 
 	rh_host *h = &s->host;
 	if ((rc = rh_tp_reg(c, h->data, h->part.size, h->data_fd, 0, RH_TP_REMOTE | RH_TP_LOCAL,
-			    err)) != RH_OK ||
+	                    err)) != RH_OK ||
 	    (rc = rh_tp_reg(c, h->meta, h->part.meta_size, h->meta_fd, 0,
-			    RH_TP_REMOTE | RH_TP_LOCAL, err)) != RH_OK)
+	                    RH_TP_REMOTE | RH_TP_LOCAL, err)) != RH_OK)
 		return rc;
 	rh_msg ok = {.type = RH_MSG_HELLO_OK};
 	ok.u.hello_ok.meta_base = h->part.meta_base;
@@ -227,8 +227,8 @@ static int serve(server *s, rh_error *err)
 			pthread_mutex_unlock(&s->st_lock);
 			if (now - last > (uint64_t)cfg->timeout_ms * 1000000ull)
 				return rh_err_set(err, RH_ETIMEDOUT,
-						  "tracer: CPU server silent for over %u ms",
-						  cfg->timeout_ms);
+				                  "tracer: CPU server silent for over %u ms",
+				                  cfg->timeout_ms);
 			continue;
 		}
 		if (rc != RH_OK)
@@ -273,7 +273,7 @@ static int serve(server *s, rh_error *err)
 			return RH_OK;
 		default:
 			rh_err_set(err, RH_EPEER, "tracer: unexpected %s from the CPU server",
-				   rh_msg_type_name(m.type));
+			           rh_msg_type_name(m.type));
 			send_error(s, c, RH_EPEER, err->msg);
 			return RH_EPEER;
 		}
@@ -293,9 +293,9 @@ int rh_server_run(const rh_server_opts *o, rh_error *err)
 	if (rc != RH_OK)
 		goto out;
 	s->topts = (rh_tp_opts){.provider = cfg->provider,
-				.secret = cfg->secret,
-				.secret_len = cfg->secret_len,
-				.timeout_ms = cfg->timeout_ms};
+	                        .secret = cfg->secret,
+	                        .secret_len = cfg->secret_len,
+	                        .timeout_ms = cfg->timeout_ms};
 	const char *host = o->listen_host ? o->listen_host : cfg->servers[o->index].host;
 	uint16_t port = o->listen_host ? o->listen_port : cfg->servers[o->index].port;
 	if ((rc = rh_tp_listen(&s->topts, host, port, &s->listener, err)) != RH_OK)
@@ -304,16 +304,17 @@ int rh_server_run(const rh_server_opts *o, rh_error *err)
 	       rh_tp_listener_port(s->listener), cfg->provider);
 	set_state(s, "waiting", "");
 	uint64_t deadline = o->accept_timeout_ms < 0
-				    ? UINT64_MAX
-				    : rh_now_ns() + (uint64_t)o->accept_timeout_ms * 1000000ull;
+	                            ? UINT64_MAX
+	                            : rh_now_ns() + (uint64_t)o->accept_timeout_ms * 1000000ull;
 	for (;;) {
 		if (stop_requested) {
 			rc = RH_OK;
 			goto out;
 		}
 		if (rh_now_ns() > deadline) {
-			rc = rh_err_set(err, RH_ETIMEDOUT, "tracer: no CPU server connected in %d ms",
-					o->accept_timeout_ms);
+			rc = rh_err_set(err, RH_ETIMEDOUT,
+			                "tracer: no CPU server connected in %d ms",
+			                o->accept_timeout_ms);
 			goto out;
 		}
 		rh_error e;

@@ -15,9 +15,9 @@ typedef struct rh_server_opts {
 	const rh_config *cfg;
 	uint32_t index;
 	const char *listen_host; /* NULL: the config's host for this index */
-	uint16_t listen_port; /* 0 with listen_host NULL: the config's port */
+	uint16_t listen_port;    /* 0 with listen_host NULL: the config's port */
 	const char *status_path; /* JSON status file, rewritten each second; NULL = none */
-	int accept_timeout_ms; /* how long to wait for the CPU server (-1 forever) */
+	int accept_timeout_ms;   /* how long to wait for the CPU server (-1 forever) */
 } rh_server_opts;
 
 typedef struct rh_server_status {

@@ -21,7 +21,8 @@ static void usage(FILE *f)
 	      "  -l, --listen HOST:PORT listen here instead of the config's host and port\n"
 	      "  -f, --foreground       do not detach from the terminal\n"
 	      "  -s, --status FILE      keep a JSON status file (state, bytes held, heartbeat)\n"
-	      "  -w, --wait-ms MS       exit if no CPU server connects within MS (default: forever)\n"
+	      "  -w, --wait-ms MS       exit if no CPU server connects within MS (default: "
+	      "forever)\n"
 	      "  -L, --log-level LEVEL  error, warn, info or debug (default warn)\n"
 	      "  -h, --help             this text\n"
 	      "  -V, --version          version\n",
@@ -36,12 +37,16 @@ static void on_signal(int sig)
 
 int main(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{"config", required_argument, NULL, 'c'},    {"index", required_argument, NULL, 'i'},
-		{"listen", required_argument, NULL, 'l'},    {"foreground", no_argument, NULL, 'f'},
-		{"status", required_argument, NULL, 's'},    {"wait-ms", required_argument, NULL, 'w'},
-		{"log-level", required_argument, NULL, 'L'}, {"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, 'V'},	     {NULL, 0, NULL, 0}};
+	static const struct option opts[] = {{"config", required_argument, NULL, 'c'},
+	                                     {"index", required_argument, NULL, 'i'},
+	                                     {"listen", required_argument, NULL, 'l'},
+	                                     {"foreground", no_argument, NULL, 'f'},
+	                                     {"status", required_argument, NULL, 's'},
+	                                     {"wait-ms", required_argument, NULL, 'w'},
+	                                     {"log-level", required_argument, NULL, 'L'},
+	                                     {"help", no_argument, NULL, 'h'},
+	                                     {"version", no_argument, NULL, 'V'},
+	                                     {NULL, 0, NULL, 0}};
 	const char *config = NULL, *listen = NULL, *status = NULL;
 	long index = -1, wait_ms = -1;
 	int foreground = 0;
@@ -55,7 +60,7 @@ int main(int argc, char **argv)
 			index = strtol(optarg, &end, 10);
 			if (*end || index < 0 || index >= RH_MAX_SERVERS) {
 				fprintf(stderr, "rheap-tracerd: --index: '%s' is not 0..%d\n",
-					optarg, RH_MAX_SERVERS - 1);
+				        optarg, RH_MAX_SERVERS - 1);
 				return 2;
 			}
 			break;
@@ -72,7 +77,7 @@ int main(int argc, char **argv)
 			wait_ms = strtol(optarg, &end, 10);
 			if (*end || wait_ms < 0) {
 				fprintf(stderr, "rheap-tracerd: --wait-ms: '%s' is not a number\n",
-					optarg);
+				        optarg);
 				return 2;
 			}
 			break;
@@ -80,9 +85,9 @@ int main(int argc, char **argv)
 			int l = rh_log_level_parse(optarg);
 			if (l < 0) {
 				fprintf(stderr,
-					"rheap-tracerd: --log-level: '%s' is not error, warn, info "
-					"or debug\n",
-					optarg);
+				        "rheap-tracerd: --log-level: '%s' is not error, warn, info "
+				        "or debug\n",
+				        optarg);
 				return 2;
 			}
 			rh_log_set_level(l);
@@ -101,7 +106,8 @@ int main(int argc, char **argv)
 	}
 	if (!config || index < 0 || optind != argc) {
 		fprintf(stderr, "rheap-tracerd: %s\n",
-			optind != argc ? "unexpected arguments" : "--config and --index are required");
+		        optind != argc ? "unexpected arguments"
+		                       : "--config and --index are required");
 		usage(stderr);
 		return 2;
 	}
@@ -113,13 +119,13 @@ int main(int argc, char **argv)
 	}
 	if ((size_t)index >= cfg.n_servers) {
 		fprintf(stderr, "rheap-tracerd: --index %ld: %s lists %zu memory servers\n", index,
-			config, cfg.n_servers);
+		        config, cfg.n_servers);
 		return 2;
 	}
 	rh_server_opts so = {.cfg = &cfg,
-			     .index = (uint32_t)index,
-			     .status_path = status,
-			     .accept_timeout_ms = (int)wait_ms};
+	                     .index = (uint32_t)index,
+	                     .status_path = status,
+	                     .accept_timeout_ms = (int)wait_ms};
 	char host[RH_HOST_MAX];
 	if (listen) {
 		const char *colon = strrchr(listen, ':');

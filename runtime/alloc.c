@@ -70,9 +70,9 @@ static void *alloc_humongous(rh_mutator *m, rh_type_id t, size_t bytes, size_t l
 			rh_collect_for_alloc(h, m, 1);
 	}
 	rh_set_last_error(RH_ENOMEM,
-			  "heap exhausted: no %u contiguous free regions for a %zu-byte object "
-			  "after a full collection",
-			  n, bytes);
+	                  "heap exhausted: no %u contiguous free regions for a %zu-byte object "
+	                  "after a full collection",
+	                  n, bytes);
 	return NULL;
 }
 
@@ -81,10 +81,10 @@ void *rh_alloc_slow(rh_mutator *m, rh_type_id t, size_t bytes, size_t length)
 	rh_heap *h = m->heap;
 	RH_CHECK(t > 0 && t < h->types.n, "rh_alloc: type id %u is not registered", t);
 	RH_CHECK(bytes == rh_object_size(h, t, length),
-		 "rh_alloc: size %zu does not match type %u with length %zu", bytes, t, length);
+	         "rh_alloc: size %zu does not match type %u with length %zu", bytes, t, length);
 	if (length >= ((size_t)1 << 32) || bytes >= ((size_t)1 << 40)) {
 		rh_set_last_error(RH_ENOMEM, "allocation of %zu bytes (length %zu) is too large",
-				  bytes, length);
+		                  bytes, length);
 		return NULL;
 	}
 	rh_safepoint(m);
@@ -134,8 +134,9 @@ void *rh_alloc_slow(rh_mutator *m, rh_type_id t, size_t bytes, size_t length)
 		if (rh_collect_for_alloc(h, m, collections))
 			collections++;
 	}
-	rh_set_last_error(RH_ENOMEM, "heap exhausted: %zu bytes requested, %lu MiB heap full "
-				     "after a full collection",
-			  bytes, (unsigned long)(h->size >> 20));
+	rh_set_last_error(RH_ENOMEM,
+	                  "heap exhausted: %zu bytes requested, %lu MiB heap full "
+	                  "after a full collection",
+	                  bytes, (unsigned long)(h->size >> 20));
 	return NULL;
 }

@@ -18,7 +18,8 @@ void rh_remember(rh_heap *h, uintptr_t slot, uintptr_t target)
 		tr = &h->regions[tr->head];
 	uint64_t card = (slot - h->base) >> RH_CARD_SHIFT;
 	int added = rh_remset_add(&tr->remset, card, (target - tr->start) >> 3,
-				  (tr->kind == RH_REGION_HUMONGOUS ? tr->span : 1) * h->region_size / 8);
+	                          (tr->kind == RH_REGION_HUMONGOUS ? tr->span : 1) *
+	                                  h->region_size / 8);
 	if (added < 0)
 		rh_panic("remembered set: out of memory");
 	h->remset_cards += (uint64_t)added;

@@ -201,7 +201,7 @@ static void choose_set(rh_gc *g)
 			add_to_set(h, r);
 			eden_bytes += r->top - r->start;
 		} else if (cand && r->kind == RH_REGION_OLD && r->live_known &&
-			   r->index + 1 != h->dest_region) {
+		           r->index + 1 != h->dest_region) {
 			uint64_t used = r->top - r->start;
 			if (used && (used - r->live_bytes) * 100 >= used * 35)
 				cand[n_cand++] = r;
@@ -343,7 +343,7 @@ static void keep_region(rh_gc *g, rh_region *r)
 		} else {
 			bytes = rh_hdr_bytes(hd);
 			alive = rh_bit_get(h->mark_bits, (p - h->base) >> 3) &&
-				rh_hdr_type(hd) != RH_FILLER_TYPE;
+			        rh_hdr_type(hd) != RH_FILLER_TYPE;
 		}
 		if (alive) {
 			if (dead_start)
@@ -501,8 +501,8 @@ static void collect(rh_heap *h, rh_gc_kind kind)
 	evacuate(&g);
 	uint64_t evac_ns = rh_now_ns() - t0;
 	if (g.copied_bytes > 65536)
-		h->copy_ns_per_byte = 0.7 * h->copy_ns_per_byte +
-				      0.3 * (double)evac_ns / (double)g.copied_bytes;
+		h->copy_ns_per_byte =
+		        0.7 * h->copy_ns_per_byte + 0.3 * (double)evac_ns / (double)g.copied_bytes;
 	rh_emit(h, kind, RH_PHASE_EVACUATE, 0);
 
 	rh_emit(h, kind, RH_PHASE_FIXUP, 1);
@@ -532,7 +532,7 @@ static void collect(rh_heap *h, rh_gc_kind kind)
 		rh_emit(h, kind, RH_PHASE_VERIFY, 0);
 		if (bad)
 			rh_panic("heap verifier: %zu problem(s) after a %s collection (see above)",
-				 bad, kind == RH_GC_FULL ? "full" : "partial");
+			         bad, kind == RH_GC_FULL ? "full" : "partial");
 	}
 }
 
@@ -582,7 +582,7 @@ int rh_collect(rh_mutator *m, int full)
 {
 	RH_CHECK(m && m->magic == RH_MUTATOR_MAGIC, "rh_collect: not an attached mutator");
 	RH_CHECK(pthread_equal(m->thread, pthread_self()),
-		 "rh_collect: mutator used from a thread other than the one that attached it");
+	         "rh_collect: mutator used from a thread other than the one that attached it");
 	RH_CHECK(m->state == RH_M_RUNNING, "rh_collect: mutator is parked");
 	while (!rh_collect_for_alloc(m->heap, m, full))
 		;

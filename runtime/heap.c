@@ -27,8 +27,8 @@ const rh_error *rh_last_error(void)
 
 static void *map_bitmap(size_t bytes)
 {
-	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-		       -1, 0);
+	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+	               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	return p == MAP_FAILED ? NULL : p;
 }
 
@@ -49,7 +49,7 @@ static int init_regions(rh_heap *h, rh_error *err)
 	h->free_list = calloc(h->n_regions, sizeof *h->free_list);
 	if (!h->regions || !h->in_cset || !h->free_list)
 		return rh_err_set(err, RH_ENOMEM, "heap: cannot allocate %u region descriptors",
-				  h->n_regions);
+		                  h->n_regions);
 	for (uint32_t i = 0; i < h->n_regions; i++) {
 		rh_region *r = &h->regions[i];
 		r->index = i;
@@ -94,15 +94,15 @@ static int open_remote(rh_heap *h, rh_error *err)
 	size_t n;
 	const rh_swap_host *hosts = rh_remote_hosts(h->remote, &n);
 	rh_swap_opts so = {.base = h->base,
-			   .size = h->size,
-			   .region_size = h->region_size,
-			   .budget = (size_t)(h->cfg.cache_fraction * (double)h->size),
-			   .readahead = 8,
-			   .timeout_ms = h->cfg.timeout_ms,
-			   .hosts = hosts,
-			   .n_hosts = n,
-			   .fatal = heap_fatal,
-			   .fatal_data = h};
+	                   .size = h->size,
+	                   .region_size = h->region_size,
+	                   .budget = (size_t)(h->cfg.cache_fraction * (double)h->size),
+	                   .readahead = 8,
+	                   .timeout_ms = h->cfg.timeout_ms,
+	                   .hosts = hosts,
+	                   .n_hosts = n,
+	                   .fatal = heap_fatal,
+	                   .fatal_data = h};
 	h->freed = malloc(h->n_regions * sizeof *h->freed);
 	if (!h->freed)
 		return rh_err_set(err, RH_ENOMEM, "heap: out of memory");
@@ -149,13 +149,13 @@ rh_heap *rh_heap_open(const rh_config *cfg_in, rh_error *err)
 	rh_marker_init(&h->marker);
 
 	void *p = mmap((void *)h->base, h->size, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+	               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
 	if (p == MAP_FAILED || p != (void *)h->base) {
 		if (p != MAP_FAILED)
 			munmap(p, h->size);
 		rh_err_errno(err, errno == EEXIST ? RH_EBUSY : RH_EIO,
-			     "heap: cannot reserve [%#lx, %#lx) (heap.base/heap.size)",
-			     (unsigned long)h->base, (unsigned long)(h->base + h->size));
+		             "heap: cannot reserve [%#lx, %#lx) (heap.base/heap.size)",
+		             (unsigned long)h->base, (unsigned long)(h->base + h->size));
 		free(h);
 		return NULL;
 	}
@@ -239,9 +239,9 @@ rh_type_id rh_type_register(rh_heap *h, const rh_type_desc *desc, rh_error *err)
 	rh_type_id id = 0;
 	if (h->types_closed)
 		rh_err_set(err, RH_ESTATE,
-			   "rh_type_register: type \"%s\" registered after a mutator attached; "
-			   "register every type first (the table is shipped to tracers)",
-			   desc && desc->name ? desc->name : "?");
+		           "rh_type_register: type \"%s\" registered after a mutator attached; "
+		           "register every type first (the table is shipped to tracers)",
+		           desc && desc->name ? desc->name : "?");
 	else if (!desc)
 		rh_err_set(err, RH_EINVAL, "rh_type_register: desc is NULL");
 	else
@@ -275,8 +275,8 @@ size_t rh_array_length(const void *obj)
 {
 	/* Fixed types have no length word; their size equals the fixed part. */
 	return rh_hdr_type(rh_hdr(obj)) != RH_FILLER_TYPE && rh_hdr_bytes(rh_hdr(obj)) >= 16
-		       ? ((const uint64_t *)obj)[1]
-		       : 0;
+	               ? ((const uint64_t *)obj)[1]
+	               : 0;
 }
 
 int rh_global_add(rh_heap *h, void **slot)

@@ -33,7 +33,7 @@
 
 #define RH_MUTATOR_MAGIC 0x72686d7574617472ull /* "rhmutatr" */
 #define RH_MUTATOR_DEAD 0x646561646d757461ull
-#define RH_BQ_CAP 1024 /* barrier queue entries per buffer */
+#define RH_BQ_CAP 1024    /* barrier queue entries per buffer */
 #define RH_GC_PINNED 2ull /* header gc bit: conservatively referenced */
 
 enum rh_mstate {
@@ -53,7 +53,7 @@ typedef struct rh_bqbuf {
 /* A stack range or a precise frame captured at a safepoint. */
 typedef struct rh_stack_seg {
 	uintptr_t lo, hi; /* [lo, hi) */
-	int precise; /* index into heap->ranges + 1, or 0 = conservative */
+	int precise;      /* index into heap->ranges + 1, or 0 = conservative */
 } rh_stack_seg;
 
 struct rh_mutator {
@@ -130,12 +130,12 @@ struct rh_heap {
 	bool transfer_stop;
 
 	/* Collector state, used with the world stopped. */
-	uint64_t *mark_bits; /* heap-wide */
+	uint64_t *mark_bits;  /* heap-wide */
 	uint64_t *start_bits; /* heap-wide object starts, valid per region */
 	rh_marker marker;
 	double copy_ns_per_byte; /* measured evacuation cost, for the pause budget */
-	uint32_t dest_region; /* region index + 1 receiving survivors */
-	uint64_t gc_index; /* index of the collection in progress, for events */
+	uint32_t dest_region;    /* region index + 1 receiving survivors */
+	uint64_t gc_index;       /* index of the collection in progress, for events */
 
 	rh_event_fn event_fn;
 	void *event_data;

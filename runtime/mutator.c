@@ -22,8 +22,8 @@ static void check_mutator(rh_mutator *m, const char *fn)
 	if (m->magic != RH_MUTATOR_MAGIC)
 		rh_panic("%s: %p is not an attached mutator", fn, (void *)m);
 	if (!pthread_equal(m->thread, pthread_self()))
-		rh_panic("%s: mutator %p used from a thread other than the one that attached it", fn,
-			 (void *)m);
+		rh_panic("%s: mutator %p used from a thread other than the one that attached it",
+		         fn, (void *)m);
 #else
 	(void)m;
 	(void)fn;
@@ -61,7 +61,7 @@ rh_mutator *rh_mutator_attach(rh_heap *h, rh_error *err)
 	for (rh_mutator *o = h->mutators; o; o = o->next)
 		if (pthread_equal(o->thread, m->thread))
 			rh_panic("rh_mutator_attach: this thread already has mutator %p attached",
-				 (void *)o);
+			         (void *)o);
 #endif
 	/* Joining during a collection would race with it: wait. */
 	while (h->stw_active)
@@ -71,12 +71,13 @@ rh_mutator *rh_mutator_attach(rh_heap *h, rh_error *err)
 		char *json = rh_typetab_to_json(&h->types);
 		rh_error e;
 		int rc = json ? rh_remote_send_types(h->remote, json, &e)
-			      : rh_err_set(&e, RH_ENOMEM, "out of memory");
+		              : rh_err_set(&e, RH_ENOMEM, "out of memory");
 		free(json);
 		if (rc != RH_OK) {
 			pthread_mutex_unlock(&h->lock);
 			free(m);
-			rh_err_set(err, rc, "rh_mutator_attach: shipping the type table: %s", e.msg);
+			rh_err_set(err, rc, "rh_mutator_attach: shipping the type table: %s",
+			           e.msg);
 			return NULL;
 		}
 	}
@@ -96,11 +97,11 @@ rh_mutator *rh_mutator_attach(rh_heap *h, rh_error *err)
 void rh_mutator_detach(rh_mutator *m)
 {
 	check_mutator(m, "rh_mutator_detach");
-	RH_CHECK(m->state == RH_M_RUNNING, "rh_mutator_detach: mutator %p is parked; unpark it first",
-		 (void *)m);
+	RH_CHECK(m->state == RH_M_RUNNING,
+	         "rh_mutator_detach: mutator %p is parked; unpark it first", (void *)m);
 	RH_CHECK(m->frames == NULL,
-		 "rh_mutator_detach: mutator %p still has shadow-stack frames pushed (roots held)",
-		 (void *)m);
+	         "rh_mutator_detach: mutator %p still has shadow-stack frames pushed (roots held)",
+	         (void *)m);
 	rh_heap *h = m->heap;
 	pthread_mutex_lock(&h->lock);
 	while (h->stw_active) {
@@ -142,7 +143,7 @@ void rh_mutator_park(rh_mutator *m)
 {
 	check_mutator(m, "rh_mutator_park");
 	RH_CHECK(m->state == RH_M_RUNNING, "rh_mutator_park: mutator %p is already parked",
-		 (void *)m);
+	         (void *)m);
 	rh_heap *h = m->heap;
 	rh_stack_capture(m);
 	pthread_mutex_lock(&h->lock);
@@ -245,9 +246,9 @@ void rh_pop_frame(rh_mutator *m, rh_frame *f)
 {
 	check_mutator(m, "rh_pop_frame");
 	RH_CHECK(m->frames == f,
-		 "rh_pop_frame: frame %p is not the innermost frame (%p): frames must be popped in "
-		 "LIFO order",
-		 (void *)f, (void *)m->frames);
+	         "rh_pop_frame: frame %p is not the innermost frame (%p): frames must be popped in "
+	         "LIFO order",
+	         (void *)f, (void *)m->frames);
 	m->frames = f->prev;
 }
 
@@ -267,14 +268,14 @@ void rh_checked_barrier(void *mv, void **slot)
 	check_mutator(m, "rh_write_ref");
 	if (m->state != RH_M_RUNNING)
 		rh_panic("rh_write_ref: mutator %p is parked; unpark before touching the heap",
-			 (void *)m);
+		         (void *)m);
 	if ((uintptr_t)slot & 7)
 		rh_panic("rh_write_ref: slot %p is not 8-byte aligned", (void *)slot);
 	rh_heap *h = m->heap;
 	if (!rh_in_heap(h, (uintptr_t)slot))
 		rh_panic("rh_write_ref: slot %p is not in the heap; store into frame and global "
-			 "slots directly",
-			 (void *)slot);
+		         "slots directly",
+		         (void *)slot);
 	rh_region *r = rh_region_of(h, (uintptr_t)slot);
 	if (r->kind == RH_REGION_HUMONGOUS_CONT)
 		r = &h->regions[r->head];

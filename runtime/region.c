@@ -125,10 +125,10 @@ void rh_region_build_starts(rh_heap *h, rh_region *r)
 	for (uintptr_t p = r->start; p < r->top;) {
 		uint64_t hd = rh_hdr((void *)p);
 		size_t bytes = rh_hdr_is_fwd(hd) ? rh_hdr_bytes(rh_hdr(rh_hdr_fwd_addr(hd)))
-						 : rh_hdr_bytes(hd);
+		                                 : rh_hdr_bytes(hd);
 		if (bytes == 0)
 			rh_panic("region %u: object at %p has size 0 (heap corrupt)", r->index,
-				 (void *)p);
+			         (void *)p);
 		rh_bit_set(h->start_bits, (p - h->base) >> 3);
 		p += bytes;
 	}

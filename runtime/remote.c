@@ -39,14 +39,14 @@ static int send_to(rh_remote *r, size_t i, rh_msg *m, rh_error *err)
 	m->seq = ++r->seq;
 	size_t n = rh_msg_encode(m, r->buf, sizeof r->buf);
 	int rc = n ? rh_tp_send(r->hosts[i].conn, r->buf, n, (int)r->cfg->timeout_ms, err)
-		   : rh_err_set(err, RH_EINVAL, "control path: cannot encode %s",
-				rh_msg_type_name(m->type));
+	           : rh_err_set(err, RH_EINVAL, "control path: cannot encode %s",
+	                        rh_msg_type_name(m->type));
 	pthread_mutex_unlock(&r->lock);
 	if (rc != RH_OK) {
 		char cause[sizeof err->msg];
 		snprintf(cause, sizeof cause, "%s", err->msg);
 		rh_err_set(err, rc, "%s: sending %s: %s", r->hosts[i].name,
-			   rh_msg_type_name(m->type), cause);
+		           rh_msg_type_name(m->type), cause);
 	}
 	return rc;
 }
@@ -86,7 +86,7 @@ static void *monitor_main(void *arg)
 			size_t len;
 			rh_error e;
 			int rc = rh_tp_recv(r->hosts[i].conn, r->rbuf, sizeof r->rbuf, &len,
-					    r->n_hosts > 1 ? 10 : 50, &e);
+			                    r->n_hosts > 1 ? 10 : 50, &e);
 			now = rh_now_ns();
 			if (rc == RH_OK) {
 				rh_msg m;
@@ -111,7 +111,7 @@ static void *monitor_main(void *arg)
 			if (silent > (uint64_t)r->cfg->timeout_ms * 1000000ull) {
 				char why[96];
 				snprintf(why, sizeof why, "no answer for %llu ms",
-					 (unsigned long long)(silent / 1000000));
+				         (unsigned long long)(silent / 1000000));
 				lose(r, i, why);
 				return NULL;
 			}
@@ -126,23 +126,23 @@ static int hello(rh_remote *r, size_t i, rh_error *err)
 	const rh_config *cfg = r->cfg;
 	rh_partition_of(cfg, (uint32_t)i, &h->part);
 	snprintf(h->name, sizeof h->name, "memory server %zu (%.40s:%u)", i, cfg->servers[i].host,
-		 cfg->servers[i].port);
+	         cfg->servers[i].port);
 	rh_tp_opts o = {.provider = cfg->provider,
-			.secret = cfg->secret,
-			.secret_len = cfg->secret_len,
-			.timeout_ms = cfg->timeout_ms};
+	                .secret = cfg->secret,
+	                .secret_len = cfg->secret_len,
+	                .timeout_ms = cfg->timeout_ms};
 	rh_error e;
 	int rc = rh_tp_connect(&o, cfg->servers[i].host, cfg->servers[i].port, &h->conn, &e);
 	if (rc != RH_OK)
 		return rh_err_set(err, rc, "memory server %zu (%s:%u): %s", i, cfg->servers[i].host,
-				  cfg->servers[i].port, e.msg);
+		                  cfg->servers[i].port, e.msg);
 	rh_msg m = {.type = RH_MSG_HELLO};
 	m.u.hello = (rh_msg_hello){.partition = (uint32_t)i,
-				   .heap_base = cfg->heap_base,
-				   .heap_size = cfg->heap_size,
-				   .region_size = cfg->region_size,
-				   .part_base = h->part.base,
-				   .part_size = h->part.size};
+	                           .heap_base = cfg->heap_base,
+	                           .heap_size = cfg->heap_size,
+	                           .region_size = cfg->region_size,
+	                           .part_base = h->part.base,
+	                           .part_size = h->part.size};
 	rc = send_to(r, i, &m, err);
 	size_t len;
 	if (rc != RH_OK) {
@@ -150,31 +150,32 @@ static int hello(rh_remote *r, size_t i, rh_error *err)
 		if (rh_tp_recv(h->conn, r->rbuf, sizeof r->rbuf, &len, 200, &e) == RH_OK &&
 		    rh_msg_decode(r->rbuf, len, &m, &e) == RH_OK && m.type == RH_MSG_ERROR)
 			return rh_err_set(err, m.u.error.code == RH_EBUSY ? RH_EBUSY : RH_EPEER,
-					  "%s refused: %s", h->name, m.u.error.text);
+			                  "%s refused: %s", h->name, m.u.error.text);
 		return rc;
 	}
 	if ((rc = rh_tp_recv(h->conn, r->rbuf, sizeof r->rbuf, &len, (int)cfg->timeout_ms, &e)) !=
-		    RH_OK ||
+	            RH_OK ||
 	    (rc = rh_msg_decode(r->rbuf, len, &m, &e)) != RH_OK)
 		return rh_err_set(err, rc, "memory server %zu (%s:%u): waiting for HELLO_OK: %s", i,
-				  cfg->servers[i].host, cfg->servers[i].port, e.msg);
+		                  cfg->servers[i].host, cfg->servers[i].port, e.msg);
 	if (m.type == RH_MSG_ERROR)
 		return rh_err_set(err, m.u.error.code == RH_EBUSY ? RH_EBUSY : RH_EPEER,
-				  "%s refused: %s", h->name, m.u.error.text);
+		                  "%s refused: %s", h->name, m.u.error.text);
 	if (m.type != RH_MSG_HELLO_OK ||
 	    m.u.hello_ok.meta_size < (uint64_t)h->part.n_regions * sizeof(rh_region_meta))
-		return rh_err_set(err, RH_EPEER,
-				  "memory server %zu (%s:%u): bad answer to HELLO (%s, metadata %llu "
-				  "bytes)",
-				  i, cfg->servers[i].host, cfg->servers[i].port,
-				  rh_msg_type_name(m.type), (unsigned long long)m.u.hello_ok.meta_size);
+		return rh_err_set(
+		        err, RH_EPEER,
+		        "memory server %zu (%s:%u): bad answer to HELLO (%s, metadata %llu "
+		        "bytes)",
+		        i, cfg->servers[i].host, cfg->servers[i].port, rh_msg_type_name(m.type),
+		        (unsigned long long)m.u.hello_ok.meta_size);
 	h->part.meta_base = m.u.hello_ok.meta_base;
 	r->last_heard[i] = rh_now_ns();
 	return RH_OK;
 }
 
 int rh_remote_open(const rh_config *cfg, void (*fatal)(void *, const rh_error *), void *data,
-		   rh_remote **out, rh_error *err)
+                   rh_remote **out, rh_error *err)
 {
 	rh_remote *r = calloc(1, sizeof *r);
 	if (!r)
@@ -186,8 +187,9 @@ int rh_remote_open(const rh_config *cfg, void (*fatal)(void *, const rh_error *)
 	r->hosts = calloc(r->n_hosts, sizeof *r->hosts);
 	r->last_heard = calloc(r->n_hosts, sizeof *r->last_heard);
 	pthread_mutex_init(&r->lock, NULL);
-	int rc = r->hosts && r->last_heard ? RH_OK
-					   : rh_err_set(err, RH_ENOMEM, "control path: out of memory");
+	int rc = r->hosts && r->last_heard
+	                 ? RH_OK
+	                 : rh_err_set(err, RH_ENOMEM, "control path: out of memory");
 	for (size_t i = 0; rc == RH_OK && i < r->n_hosts; i++)
 		rc = hello(r, i, err);
 	if (rc == RH_OK) {
@@ -241,7 +243,7 @@ int rh_remote_send_types(rh_remote *r, const char *json, rh_error *err)
 			size_t n = total - off < RH_PROTO_CHUNK ? total - off : RH_PROTO_CHUNK;
 			rh_msg m = {.type = RH_MSG_TYPES};
 			m.u.types = (rh_msg_types){(uint32_t)off, (uint32_t)total, (uint32_t)n,
-						   (const uint8_t *)json + off};
+			                           (const uint8_t *)json + off};
 			int rc = send_to(r, i, &m, err);
 			if (rc != RH_OK)
 				return rc;
@@ -253,7 +255,7 @@ int rh_remote_send_types(rh_remote *r, const char *json, rh_error *err)
 }
 
 int rh_remote_free(rh_remote *r, const uint32_t *regions, size_t n, uint32_t region_shift,
-		   uint64_t heap_base, rh_error *err)
+                   uint64_t heap_base, rh_error *err)
 {
 	uint32_t *mine = malloc((n ? n : 1) * sizeof *mine);
 	if (!mine)
@@ -270,7 +272,7 @@ int rh_remote_free(rh_remote *r, const uint32_t *regions, size_t n, uint32_t reg
 		for (size_t off = 0; rc == RH_OK && off < k; off += RH_PROTO_MAX_FREE) {
 			rh_msg m = {.type = RH_MSG_FREE};
 			m.u.free.n = (uint32_t)(k - off < RH_PROTO_MAX_FREE ? k - off
-									    : RH_PROTO_MAX_FREE);
+			                                                    : RH_PROTO_MAX_FREE);
 			m.u.free.regions = (const uint8_t *)(mine + off);
 			rc = send_to(r, i, &m, err);
 		}

@@ -15,7 +15,7 @@ typedef struct rh_remote rh_remote;
  * HELLO exchange and start the heartbeat monitor. fatal(data, err) is called
  * once, from the monitor thread, when a server is lost. */
 int rh_remote_open(const rh_config *cfg, void (*fatal)(void *, const rh_error *), void *data,
-		   rh_remote **out, rh_error *err);
+                   rh_remote **out, rh_error *err);
 /* Say BYE to every server still reachable and disconnect. */
 void rh_remote_close(rh_remote *r);
 /* Hosts with their connections and partitions (meta_base filled in). */
@@ -23,7 +23,7 @@ const rh_swap_host *rh_remote_hosts(rh_remote *r, size_t *n);
 int rh_remote_send_types(rh_remote *r, const char *json, rh_error *err);
 /* Tell each host which of its regions were freed. */
 int rh_remote_free(rh_remote *r, const uint32_t *regions, size_t n, uint32_t region_shift,
-		   uint64_t heap_base, rh_error *err);
+                   uint64_t heap_base, rh_error *err);
 bool rh_remote_lost(rh_remote *r);
 
 #endif

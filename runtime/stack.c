@@ -84,8 +84,8 @@ __attribute__((noinline)) void rh_stack_capture(rh_mutator *m)
 
 /* Reading another thread's stack is deliberate: it is stopped (or parked
  * and forbidden to touch its heap references). */
-__attribute__((no_sanitize("address", "thread"))) static void
-scan_words(uintptr_t lo, uintptr_t hi, rh_word_fn fn, void *ctx)
+__attribute__((no_sanitize("address", "thread"))) static void scan_words(uintptr_t lo, uintptr_t hi,
+                                                                         rh_word_fn fn, void *ctx)
 {
 	for (uintptr_t p = (lo + 7) & ~(uintptr_t)7; p + 8 <= hi; p += 8)
 		fn(ctx, *(volatile uintptr_t *)p);
@@ -108,5 +108,5 @@ void rh_stack_scan(rh_mutator *m, rh_word_fn conservative, rh_slot_visitor preci
 	}
 	if (h->conservative)
 		scan_words((uintptr_t)&m->regs, (uintptr_t)&m->regs + sizeof m->regs, conservative,
-			   ctx);
+		           ctx);
 }

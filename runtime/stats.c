@@ -91,7 +91,7 @@ char *rh_stats_json(rh_heap *h)
 	rh_stats s;
 	rh_stats_get(h, &s);
 	static const char *const phases[RH_PHASE_COUNT] = {"stop",  "roots",   "mark",  "evacuate",
-							   "fixup", "reclaim", "verify"};
+	                                                   "fixup", "reclaim", "verify"};
 	json_t *o = json_object();
 	json_t *ph = json_object(), *hist = json_array();
 	for (int i = 0; i < RH_PHASE_COUNT; i++)
@@ -127,9 +127,9 @@ char *rh_stats_json(rh_heap *h)
 	F(peak_used_bytes);
 #undef F
 	json_object_set_new(o, "p50_pause_ns",
-			    json_integer((json_int_t)rh_stats_pause_percentile(h, 50)));
+	                    json_integer((json_int_t)rh_stats_pause_percentile(h, 50)));
 	json_object_set_new(o, "p99_pause_ns",
-			    json_integer((json_int_t)rh_stats_pause_percentile(h, 99)));
+	                    json_integer((json_int_t)rh_stats_pause_percentile(h, 99)));
 	json_object_set_new(o, "phase_ns", ph);
 	json_object_set_new(o, "pause_hist_log2_us", hist);
 	char *out = json_dumps(o, JSON_COMPACT);

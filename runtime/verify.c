@@ -76,8 +76,9 @@ static void check_ref(vctx *v, uintptr_t from, void **slot, const char *what)
 	if (!rh_is_ref(h, a))
 		return;
 	if (!object_start(h, a)) {
-		report(v, "%s %p (in object %#lx) holds %#lx, which is not an object start in an "
-			  "allocated region",
+		report(v,
+		       "%s %p (in object %#lx) holds %#lx, which is not an object start in an "
+		       "allocated region",
 		       what, (void *)slot, (unsigned long)from, (unsigned long)a);
 		return;
 	}
@@ -87,13 +88,15 @@ static void check_ref(vctx *v, uintptr_t from, void **slot, const char *what)
 		    head_of(h, (uintptr_t)slot) != tr) {
 			uint64_t card = ((uintptr_t)slot - h->base) >> RH_CARD_SHIFT;
 			if (!rh_remset_has_card(&tr->remset, card))
-				report(v, "slot %p -> %#lx crosses from region %u to %u but card %lu "
-					  "is missing from the target's source queue",
+				report(v,
+				       "slot %p -> %#lx crosses from region %u to %u but card %lu "
+				       "is missing from the target's source queue",
 				       (void *)slot, (unsigned long)a, sr->index, tr->index,
 				       (unsigned long)card);
 			else if (!rh_remset_has_target(&tr->remset, (a - tr->start) >> 3))
-				report(v, "slot %p -> %#lx: target missing from region %u's target "
-					  "queue",
+				report(v,
+				       "slot %p -> %#lx: target missing from region %u's target "
+				       "queue",
 				       (void *)slot, (unsigned long)a, tr->index);
 		}
 	}
@@ -135,7 +138,7 @@ static void parse_regions(vctx *v)
 		if (r->kind == RH_REGION_FREE || r->kind == RH_REGION_HUMONGOUS_CONT)
 			continue;
 		uintptr_t end = r->kind == RH_REGION_HUMONGOUS ? r->start + r->span * h->region_size
-							       : r->start + h->region_size;
+		                                               : r->start + h->region_size;
 		if (r->top < r->start || r->top > end) {
 			report(v, "region %u: top %#lx outside the region", i,
 			       (unsigned long)r->top);

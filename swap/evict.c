@@ -13,13 +13,12 @@ static int wait_op(rh_swap *s, rh_tp_conn *c, uint64_t id, rh_error *err)
 }
 
 /* Steps 2.1–2.3: write the dirty pages and log them under the tag. */
-static int write_back(rh_swap *s, uint32_t region, const uintptr_t *pages, size_t n,
-		      rh_error *err)
+static int write_back(rh_swap *s, uint32_t region, const uintptr_t *pages, size_t n, rh_error *err)
 {
 	const rh_swap_host *h = rh_swap_host_of(s, pages[0]);
 	if (!h)
 		return rh_err_set(err, RH_ERANGE, "swap: no memory server hosts %#lx",
-				  (unsigned long)pages[0]);
+		                  (unsigned long)pages[0]);
 	rh_tp_conn *c = h->conn;
 	uint32_t local = region - h->part.first_region;
 	uint64_t meta = h->part.meta_base + (uint64_t)local * sizeof(rh_region_meta);
@@ -36,9 +35,9 @@ static int write_back(rh_swap *s, uint32_t region, const uintptr_t *pages, size_
 		return rc;
 	if (old != v)
 		return rh_err_set(err, RH_EPEER,
-				  "swap: region %u's tag is %#llx on its memory server, expected "
-				  "%#llx: another writer?",
-				  region, (unsigned long long)old, (unsigned long long)v);
+		                  "swap: region %u's tag is %#llx on its memory server, expected "
+		                  "%#llx: another writer?",
+		                  region, (unsigned long long)old, (unsigned long long)v);
 
 	/* Pages, then the log entries; the ring may wrap once. */
 	rh_tp_sge sg[RH_EVICT_BATCH + 2];
@@ -59,7 +58,8 @@ static int write_back(rh_swap *s, uint32_t region, const uintptr_t *pages, size_
 	if (first < n)
 		sg[k++] = (rh_tp_sge){ents + first, log_addr, (uint32_t)((n - first) * 4)};
 	id = rh_swap_wr_id(s);
-	if ((rc = rh_tp_write(c, sg, k, id, err)) != RH_OK || (rc = wait_op(s, c, id, err)) != RH_OK)
+	if ((rc = rh_tp_write(c, sg, k, id, err)) != RH_OK ||
+	    (rc = wait_op(s, c, id, err)) != RH_OK)
 		return rc;
 	/* The head moves only after the entries are in place (T2). */
 	id = rh_swap_wr_id(s);
@@ -97,7 +97,7 @@ int rh_swap_evict_batch(rh_swap *s, uint32_t region)
 			dirty[nd++] = a;
 			if (rh_uffd_protect(s, a, RH_PAGE_SIZE, true) < 0)
 				rh_panic("swap: write-protecting %#lx: %s", (unsigned long)a,
-					 strerror(errno));
+				         strerror(errno));
 		}
 	}
 	pthread_mutex_unlock(&s->lock);

@@ -14,10 +14,10 @@ int rh_uffd_copy(rh_swap *s, uintptr_t dst, const void *src, size_t len, bool wp
 {
 	for (;;) {
 		struct uffdio_copy c = {.dst = dst,
-					.src = (uintptr_t)src,
-					.len = len,
-					.mode = (wp ? UFFDIO_COPY_MODE_WP : 0) |
-						(wake ? 0 : UFFDIO_COPY_MODE_DONTWAKE)};
+		                        .src = (uintptr_t)src,
+		                        .len = len,
+		                        .mode = (wp ? UFFDIO_COPY_MODE_WP : 0) |
+		                                (wake ? 0 : UFFDIO_COPY_MODE_DONTWAKE)};
 		if (ioctl(s->uffd, UFFDIO_COPY, &c) == 0)
 			return 0;
 		if (errno == EAGAIN)
@@ -29,7 +29,7 @@ int rh_uffd_copy(rh_swap *s, uintptr_t dst, const void *src, size_t len, bool wp
 int rh_uffd_protect(rh_swap *s, uintptr_t a, size_t len, bool wp)
 {
 	struct uffdio_writeprotect w = {.range = {.start = a, .len = len},
-					.mode = wp ? UFFDIO_WRITEPROTECT_MODE_WP : 0};
+	                                .mode = wp ? UFFDIO_WRITEPROTECT_MODE_WP : 0};
 	return ioctl(s->uffd, UFFDIO_WRITEPROTECT, &w) == 0 ? 0 : -errno;
 }
 
@@ -97,8 +97,8 @@ static void fetch(rh_swap *s, uintptr_t a, bool write)
 		return;
 	}
 	/* Readahead: the following evicted pages of the same region. */
-	size_t n = 1;
-	while (n <= s->o.readahead && a + n * RH_PAGE_SIZE < region_end &&
+	size_t n = 1, ra = __atomic_load_n(&s->readahead, __ATOMIC_RELAXED);
+	while (n <= ra && a + n * RH_PAGE_SIZE < region_end &&
 	       rh_swap_cas(s, pg + n, RH_PAGE_EVICTED, RH_PAGE_FETCHING))
 		n++;
 	budget_wait(s, n);
@@ -161,7 +161,7 @@ static void on_write_protect(rh_swap *s, uintptr_t a)
 	case RH_PAGE_DIRTY:
 		if (rh_uffd_protect(s, a, RH_PAGE_SIZE, false) < 0)
 			rh_panic("swap: removing write protection at %#lx: %s", (unsigned long)a,
-				 strerror(errno));
+			         strerror(errno));
 		break;
 	case RH_PAGE_EVICTING:
 		park(s, a);
@@ -177,7 +177,8 @@ static void on_write_protect(rh_swap *s, uintptr_t a)
 void *rh_swap_fault_main(void *arg)
 {
 	rh_swap *s = arg;
-	struct pollfd pfd[2] = {{.fd = s->uffd, .events = POLLIN}, {.fd = s->wake_fd, .events = POLLIN}};
+	struct pollfd pfd[2] = {{.fd = s->uffd, .events = POLLIN},
+	                        {.fd = s->wake_fd, .events = POLLIN}};
 	struct uffd_msg msgs[32];
 	while (!atomic_load(&s->stop)) {
 		if (poll(pfd, 2, -1) < 0 && errno != EINTR)
@@ -194,7 +195,7 @@ void *rh_swap_fault_main(void *arg)
 			if (msgs[i].event != UFFD_EVENT_PAGEFAULT)
 				continue;
 			uintptr_t a = (uintptr_t)msgs[i].arg.pagefault.address &
-				      ~(uintptr_t)(RH_PAGE_SIZE - 1);
+			              ~(uintptr_t)(RH_PAGE_SIZE - 1);
 			uint64_t fl = msgs[i].arg.pagefault.flags;
 			pthread_mutex_lock(&s->fault_lock);
 			if (atomic_load(&s->failed))

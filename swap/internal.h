@@ -27,6 +27,7 @@ struct rh_swap {
 	size_t n_pages;
 	uint8_t *state; /* enum rh_page_state per page, atomic */
 	size_t budget_pages, high_pages, low_pages;
+	uint32_t readahead; /* current window, <= o.readahead */
 	atomic_size_t resident;
 
 	int uffd, wake_fd;
@@ -37,13 +38,13 @@ struct rh_swap {
 
 	pthread_mutex_t fault_lock, evict_lock, lock;
 	pthread_cond_t cond; /* resident changed, or work for the evictor */
-	uintptr_t *parked; /* faulting page addresses waiting for an eviction */
+	uintptr_t *parked;   /* faulting page addresses waiting for an eviction */
 	size_t n_parked, cap_parked;
 	uint32_t flush_region; /* region + 1 that rh_swap_flush_region wants evicted */
 
 	uint64_t *tag, *log_head; /* per region: this side's view (sole writer) */
-	uint8_t *fbuf; /* fault bounce: (1 + readahead) pages */
-	uint8_t *ebuf; /* evictor bounce: RH_EVICT_BATCH pages + log entries */
+	uint8_t *fbuf;            /* fault bounce: (1 + readahead) pages */
+	uint8_t *ebuf;            /* evictor bounce: RH_EVICT_BATCH pages + log entries */
 	size_t fbuf_len, ebuf_len;
 	uint8_t *zero; /* a zero page */
 	atomic_uint_fast64_t wr_seq;
@@ -51,7 +52,7 @@ struct rh_swap {
 
 	struct {
 		atomic_uint_fast64_t faults, zero_faults, wp_faults, readahead_pages, bytes_fetched,
-			bytes_evicted, pages_dropped, batches;
+		        bytes_evicted, pages_dropped, batches;
 	} st;
 };
 
@@ -70,7 +71,7 @@ static inline void rh_swap_set(rh_swap *s, size_t pg, uint8_t v)
 static inline bool rh_swap_cas(rh_swap *s, size_t pg, uint8_t from, uint8_t to)
 {
 	return __atomic_compare_exchange_n(&s->state[pg], &from, to, false, __ATOMIC_ACQ_REL,
-					   __ATOMIC_ACQUIRE);
+	                                   __ATOMIC_ACQUIRE);
 }
 const rh_swap_host *rh_swap_host_of(rh_swap *s, uintptr_t a);
 /* A remote operation on host h failed: the heap is lost. */

@@ -32,7 +32,7 @@ void rh_swap_fail(rh_swap *s, const rh_swap_host *h, const rh_error *cause)
 		return;
 	rh_error e, *err = &e;
 	rh_err_set(err, cause->code == RH_OK ? RH_EPEER : cause->code, "%s lost: %s",
-		   h ? h->name : "a memory server", cause->msg);
+	           h ? h->name : "a memory server", cause->msg);
 	pthread_mutex_lock(&s->lock);
 	pthread_cond_broadcast(&s->cond);
 	pthread_mutex_unlock(&s->lock);
@@ -44,17 +44,19 @@ static int open_uffd(rh_swap *s, rh_error *err)
 {
 	s->uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
 	if (s->uffd < 0)
-		return rh_err_errno(err, RH_EIO,
-				    "swap: userfaultfd (needs root or vm.unprivileged_userfaultfd=1)");
+		return rh_err_errno(
+		        err, RH_EIO,
+		        "swap: userfaultfd (needs root or vm.unprivileged_userfaultfd=1)");
 	struct uffdio_api api = {.api = UFFD_API, .features = UFFD_FEATURE_PAGEFAULT_FLAG_WP};
 	if (ioctl(s->uffd, UFFDIO_API, &api) < 0)
 		return rh_err_errno(err, RH_EIO, "swap: userfaultfd write-protect support");
-	struct uffdio_register reg = {
-		.range = {.start = s->base, .len = s->size},
-		.mode = UFFDIO_REGISTER_MODE_MISSING | UFFDIO_REGISTER_MODE_WP};
+	struct uffdio_register reg = {.range = {.start = s->base, .len = s->size},
+	                              .mode = UFFDIO_REGISTER_MODE_MISSING |
+	                                      UFFDIO_REGISTER_MODE_WP};
 	if (ioctl(s->uffd, UFFDIO_REGISTER, &reg) < 0)
 		return rh_err_errno(err, RH_EIO, "swap: registering the heap with userfaultfd");
-	if (!(reg.ioctls & (1ull << _UFFDIO_WRITEPROTECT)) || !(reg.ioctls & (1ull << _UFFDIO_COPY)))
+	if (!(reg.ioctls & (1ull << _UFFDIO_WRITEPROTECT)) ||
+	    !(reg.ioctls & (1ull << _UFFDIO_COPY)))
 		return rh_err_set(err, RH_EIO, "swap: the kernel lacks UFFDIO_COPY/WRITEPROTECT");
 	s->wake_fd = eventfd(0, EFD_CLOEXEC);
 	if (s->wake_fd < 0)
@@ -74,6 +76,7 @@ int rh_swap_open(const rh_swap_opts *o, rh_swap **out, rh_error *err)
 	if (!s)
 		return rh_err_set(err, RH_ENOMEM, "swap: out of memory");
 	s->o = *o;
+	s->readahead = o->readahead;
 	s->uffd = s->wake_fd = -1;
 	s->base = o->base;
 	s->size = o->size;
@@ -105,7 +108,7 @@ int rh_swap_open(const rh_swap_opts *o, rh_swap **out, rh_error *err)
 	int rc = RH_OK;
 	if (!s->hosts || !s->state || !s->tag || !s->log_head || !s->fbuf || !s->ebuf || !s->zero)
 		rc = rh_err_set(err, RH_ENOMEM, "swap: out of memory for %zu page states",
-				s->n_pages);
+		                s->n_pages);
 	if (rc == RH_OK)
 		memcpy(s->hosts, o->hosts, o->n_hosts * sizeof *s->hosts);
 	for (size_t i = 0; rc == RH_OK && i < o->n_hosts; i++) {
@@ -232,4 +235,11 @@ void rh_swap_quiesce(rh_swap *s)
 {
 	pthread_mutex_lock(&s->evict_lock);
 	pthread_mutex_unlock(&s->evict_lock);
+}
+
+void rh_swap_set_readahead(rh_swap *s, uint32_t pages)
+{
+	/* The bounce buffer was sized for the window given at open. */
+	uint32_t max = (uint32_t)(s->fbuf_len / RH_PAGE_SIZE) - 1;
+	__atomic_store_n(&s->readahead, pages < max ? pages : max, __ATOMIC_RELAXED);
 }

@@ -39,9 +39,9 @@ typedef struct rh_swap_opts {
 	uintptr_t base;
 	size_t size;
 	size_t region_size;
-	size_t budget; /* bytes of heap resident at most */
-	uint32_t readahead; /* pages fetched after a faulting one, same region */
-	uint32_t timeout_ms; /* for each remote operation */
+	size_t budget;             /* bytes of heap resident at most */
+	uint32_t readahead;        /* pages fetched after a faulting one, same region */
+	uint32_t timeout_ms;       /* for each remote operation */
 	const rh_swap_host *hosts; /* copied */
 	size_t n_hosts;
 	/* Called once, from a swap thread, when a remote operation fails: the
@@ -51,14 +51,14 @@ typedef struct rh_swap_opts {
 } rh_swap_opts;
 
 typedef struct rh_swap_stats {
-	uint64_t faults; /* missing faults on evicted pages */
+	uint64_t faults;      /* missing faults on evicted pages */
 	uint64_t zero_faults; /* missing faults on INIT pages */
-	uint64_t wp_faults; /* first write to a clean page */
+	uint64_t wp_faults;   /* first write to a clean page */
 	uint64_t readahead_pages;
 	uint64_t bytes_fetched;
 	uint64_t bytes_evicted; /* written back */
 	uint64_t pages_dropped; /* evicted clean */
-	uint64_t batches; /* eviction batches that ran the tag protocol */
+	uint64_t batches;       /* eviction batches that ran the tag protocol */
 	uint64_t resident_pages;
 	uint64_t budget_pages;
 } rh_swap_stats;
@@ -77,6 +77,8 @@ int rh_swap_flush_region(rh_swap *s, uint32_t region, rh_error *err);
 
 void rh_swap_stats_get(rh_swap *s, rh_swap_stats *out);
 uint8_t rh_swap_page_state(rh_swap *s, uintptr_t addr);
+/* Change the readahead window (pages after a faulting one). */
+void rh_swap_set_readahead(rh_swap *s, uint32_t pages);
 /* Wait for the eviction batch in flight, if any, to finish. */
 void rh_swap_quiesce(rh_swap *s);
 /* The region's tag and log head as this side last wrote them. */

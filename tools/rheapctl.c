@@ -22,24 +22,26 @@ static const char *prog = "rheapctl";
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: rheapctl COMMAND [options]\n"
-		"\n"
-		"commands:\n"
-		"  up      start a tracer for every local server of the config\n"
-		"  down    stop the tracers started by 'up'\n"
-		"  status  show each tracer's state, memory held and last heartbeat\n"
-		"  run     up, run PROGRAM ARGS on the heap (RHEAP_CONFIG is set for it), down\n"
-		"\n"
-		"options:\n"
-		"  -c, --config FILE    heap config (default: a single-host cluster of two shm\n"
-		"                       tracers, 1 GiB heap, 25%% cache, made under the state dir)\n"
-		"  -d, --state-dir DIR  pid and status files (default /tmp/rheap-UID)\n"
-		"  -t, --tracerd PATH   the rheap-tracerd binary (default: next to rheapctl, then PATH)\n"
-		"  -h, --help\n"
-		"\n"
-		"examples:\n"
-		"  rheapctl run -- ./my-vm script.scm\n"
-		"  rheapctl up --config cluster.json && rheapctl status --config cluster.json\n");
+	        "usage: rheapctl COMMAND [options]\n"
+	        "\n"
+	        "commands:\n"
+	        "  up      start a tracer for every local server of the config\n"
+	        "  down    stop the tracers started by 'up'\n"
+	        "  status  show each tracer's state, memory held and last heartbeat\n"
+	        "  run     up, run PROGRAM ARGS on the heap (RHEAP_CONFIG is set for it), down\n"
+	        "\n"
+	        "options:\n"
+	        "  -c, --config FILE    heap config (default: a single-host cluster of two shm\n"
+	        "                       tracers, 1 GiB heap, 25%% cache, made under the state "
+	        "dir)\n"
+	        "  -d, --state-dir DIR  pid and status files (default /tmp/rheap-UID)\n"
+	        "  -t, --tracerd PATH   the rheap-tracerd binary (default: next to rheapctl, then "
+	        "PATH)\n"
+	        "  -h, --help\n"
+	        "\n"
+	        "examples:\n"
+	        "  rheapctl run -- ./my-vm script.scm\n"
+	        "  rheapctl up --config cluster.json && rheapctl status --config cluster.json\n");
 }
 
 typedef struct ctl {
@@ -91,12 +93,12 @@ static int make_default(ctl *c)
 	if (!f)
 		return die("writing %s: %s", c->config, strerror(errno));
 	fprintf(f,
-		"{\n  \"heap\": {\"size\": \"1GiB\"},\n  \"cache\": {\"fraction\": 0.25},\n"
-		"  \"transport\": {\"provider\": \"shm\", \"timeout_ms\": 2000},\n"
-		"  \"secret_file\": \"default.secret\",\n"
-		"  \"servers\": [\n    {\"host\": \"127.0.0.1\", \"port\": %d},\n"
-		"    {\"host\": \"127.0.0.1\", \"port\": %d}\n  ]\n}\n",
-		port, port + 1);
+	        "{\n  \"heap\": {\"size\": \"1GiB\"},\n  \"cache\": {\"fraction\": 0.25},\n"
+	        "  \"transport\": {\"provider\": \"shm\", \"timeout_ms\": 2000},\n"
+	        "  \"secret_file\": \"default.secret\",\n"
+	        "  \"servers\": [\n    {\"host\": \"127.0.0.1\", \"port\": %d},\n"
+	        "    {\"host\": \"127.0.0.1\", \"port\": %d}\n  ]\n}\n",
+	        port, port + 1);
 	fclose(f);
 	return 0;
 }
@@ -150,7 +152,8 @@ static int cmd_up(ctl *c)
 			setsid();
 			execl(c->tracerd, c->tracerd, "--config", c->config, "--index", idx,
 			      "--foreground", "--status", status, (char *)NULL);
-			fprintf(stderr, "%s: cannot run %s: %s\n", prog, c->tracerd, strerror(errno));
+			fprintf(stderr, "%s: cannot run %s: %s\n", prog, c->tracerd,
+			        strerror(errno));
 			_exit(127);
 		}
 		FILE *f = fopen(pidf, "w");
@@ -171,13 +174,14 @@ static int cmd_up(ctl *c)
 			ready += j != NULL;
 			json_decref(j);
 			if (!read_pid(c, i))
-				return die("tracer %zu exited while starting (see its messages above)",
-					   i);
+				return die(
+				        "tracer %zu exited while starting (see its messages above)",
+				        i);
 		}
 		if (ready == local) {
 			if (started)
 				fprintf(stderr, "%s: %zu tracer(s) up for %s\n", prog, started,
-					c->config);
+				        c->config);
 			return 0;
 		}
 		usleep(25000);
@@ -216,7 +220,8 @@ static int cmd_status(ctl *c)
 	int rc = 0;
 	for (size_t i = 0; i < c->cfg.n_servers; i++) {
 		char addr[300];
-		snprintf(addr, sizeof addr, "%s:%u", c->cfg.servers[i].host, c->cfg.servers[i].port);
+		snprintf(addr, sizeof addr, "%s:%u", c->cfg.servers[i].host,
+		         c->cfg.servers[i].port);
 		json_t *j = is_local(c->cfg.servers[i].host) ? read_status(c, i) : NULL;
 		pid_t p = read_pid(c, i);
 		if (!j || !p) {
@@ -282,7 +287,7 @@ static int find_tracerd(ctl *c)
 		snprintf(c->tracerd, sizeof c->tracerd, "%s", env);
 		return 0;
 	}
-	char self[PATH_MAX];
+	char self[PATH_MAX - 64];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
 	if (n > 0) {
 		self[n] = 0;

@@ -38,22 +38,22 @@ typedef enum rh_order {
 } rh_order;
 
 typedef struct rh_server_config {
-	char host[RH_HOST_MAX]; /* "host" */
-	uint16_t port; /* "port" */
+	char host[RH_HOST_MAX];  /* "host" */
+	uint16_t port;           /* "port" */
 	uint64_t partition_size; /* "partition_size", bytes, multiple of the region size */
 } rh_server_config;
 
 typedef struct rh_config {
 	/* "heap": { "base", "size", "region_size" } */
-	uint64_t heap_base; /* default RH_DEFAULT_BASE; aligned to region_size */
-	uint64_t heap_size; /* default 1 GiB; multiple of region_size */
+	uint64_t heap_base;   /* default RH_DEFAULT_BASE; aligned to region_size */
+	uint64_t heap_size;   /* default 1 GiB; multiple of region_size */
 	uint64_t region_size; /* 0 = chosen from heap_size; power of two 256 KiB..1 GiB */
 
 	/* "cache": { "fraction" } share of the heap the CPU server keeps resident */
 	double cache_fraction; /* (0, 1], default 1.0 */
 
 	/* "transport": { "provider", "timeout_ms" } */
-	char provider[16]; /* "shm" (default), "tcp", "verbs" */
+	char provider[16];   /* "shm" (default), "tcp", "verbs" */
 	uint32_t timeout_ms; /* dead-peer detection bound, default 2000 */
 
 	/* "servers": [ {host, port, partition_size}, ... ]; empty = local heap */
@@ -62,14 +62,14 @@ typedef struct rh_config {
 
 	/* "gc": { ... } */
 	uint32_t pause_budget_us; /* "pause_budget_ms" in JSON; default 50 ms */
-	rh_order order; /* "order": "dfs" | "bfs" */
+	rh_order order;           /* "order": "dfs" | "bfs" */
 	double young_fraction; /* "young_fraction": eden share of free regions, (0,1), default 0.25 */
 	double full_threshold; /* "full_threshold": free-region fraction below which a partial
                                   collection is followed by a full one, [0,1), default 0.15 */
-	int offload; /* "offload": tracers trace (1, default) or CPU server does all (0) */
+	int offload;        /* "offload": tracers trace (1, default) or CPU server does all (0) */
 	int tracer_threads; /* "tracer_threads": default 1 */
 	int reorder; /* "reorder": evacuate in traversal order (1, default) or address order (0) */
-	int verify; /* "verify": run the heap verifier after every collection (0 default) */
+	int verify;  /* "verify": run the heap verifier after every collection (0 default) */
 
 	/* "secret_file": path of a file (mode 0600 or stricter) holding the shared secret */
 	char secret_file[RH_PATH_MAX];

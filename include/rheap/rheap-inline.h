@@ -23,11 +23,12 @@ extern "C" {
 
 static inline uint64_t rh_header_make(uint32_t type, size_t bytes)
 {
-	return ((uint64_t)(bytes >> 3) << RH_HDR_SIZE_SHIFT) | ((uint64_t)type << RH_HDR_TYPE_SHIFT);
+	return ((uint64_t)(bytes >> 3) << RH_HDR_SIZE_SHIFT) |
+	       ((uint64_t)type << RH_HDR_TYPE_SHIFT);
 }
 
 struct rh_type_size {
-	uint32_t size; /* fixed part, bytes */
+	uint32_t size;      /* fixed part, bytes */
 	uint32_t elem_size; /* 0 for fixed types */
 };
 
@@ -100,7 +101,7 @@ static inline void rh_write_ref(struct rh_mutator *m, void **slot, void *val)
 	__atomic_store_n(slot, val, __ATOMIC_RELAXED); /* racy VMs: never torn */
 	uintptr_t v = (uintptr_t)val, s = (uintptr_t)slot;
 	if (RH_UNLIKELY(((v ^ s) >> f->region_shift) != 0 && v - f->heap_lo < f->heap_size &&
-			(v & 7) == 0 && s - f->heap_lo < f->heap_size))
+	                (v & 7) == 0 && s - f->heap_lo < f->heap_size))
 		rh_barrier_slow(m, slot, val);
 }
 

@@ -31,16 +31,16 @@ extern "C" {
 
 typedef enum rh_status {
 	RH_OK = 0,
-	RH_EINVAL = 1, /* bad argument */
-	RH_ECONFIG = 2, /* bad configuration value */
-	RH_ENOMEM = 3, /* heap exhausted after a full collection, or host memory */
-	RH_ESTATE = 4, /* call not allowed in the current state */
-	RH_EIO = 5, /* system call or transport failure */
+	RH_EINVAL = 1,    /* bad argument */
+	RH_ECONFIG = 2,   /* bad configuration value */
+	RH_ENOMEM = 3,    /* heap exhausted after a full collection, or host memory */
+	RH_ESTATE = 4,    /* call not allowed in the current state */
+	RH_EIO = 5,       /* system call or transport failure */
 	RH_ETIMEDOUT = 6, /* peer did not answer within the timeout */
-	RH_EPEER = 7, /* peer closed, died or sent a malformed message */
-	RH_EAUTH = 8, /* authentication failed */
-	RH_ERANGE = 9, /* access outside registered memory */
-	RH_EBUSY = 10, /* resource already in use */
+	RH_EPEER = 7,     /* peer closed, died or sent a malformed message */
+	RH_EAUTH = 8,     /* authentication failed */
+	RH_ERANGE = 9,    /* access outside registered memory */
+	RH_EBUSY = 10,    /* resource already in use */
 } rh_status;
 
 struct rh_error {
@@ -63,8 +63,8 @@ typedef enum rh_layout {
 	 * part (size bytes, header and length included) may hold more VM fields
 	 * and pointers (ptr_offsets); each element's pointers are at
 	 * elem_ptr_offsets. */
-	RH_LAYOUT_REF_ARRAY = 1, /* elem_size 8, one pointer per element */
-	RH_LAYOUT_BYTE_ARRAY = 2, /* elem_size 1, no pointers in elements */
+	RH_LAYOUT_REF_ARRAY = 1,    /* elem_size 8, one pointer per element */
+	RH_LAYOUT_BYTE_ARRAY = 2,   /* elem_size 1, no pointers in elements */
 	RH_LAYOUT_RECORD_ARRAY = 3, /* elem_size and elem_ptr_offsets given */
 } rh_layout;
 
@@ -75,8 +75,8 @@ typedef enum rh_layout {
 typedef struct rh_type_desc {
 	const char *name; /* unique, for the type table and diagnostics */
 	rh_layout layout;
-	uint32_t size; /* bytes of the fixed part, header included, multiple of 8 */
-	uint32_t elem_size; /* record arrays only */
+	uint32_t size;               /* bytes of the fixed part, header included, multiple of 8 */
+	uint32_t elem_size;          /* record arrays only */
 	const uint32_t *ptr_offsets; /* offsets in the fixed part, 8-aligned, >= 8 */
 	uint32_t n_ptrs;
 	const uint32_t *elem_ptr_offsets; /* record arrays only, 8-aligned */
@@ -177,17 +177,18 @@ RH_API void rh_set_conservative(rh_heap *h, bool on);
  * address (the caller's stack pointer before the call). */
 typedef void (*rh_slot_visitor)(void *vctx, void **slot);
 typedef void (*rh_frame_fn)(uintptr_t frame_sp, uintptr_t frame_cfa, rh_slot_visitor visit,
-			    void *vctx, void *data);
-RH_API int rh_frame_range_add(rh_heap *h, uintptr_t ip_lo, uintptr_t ip_hi, rh_frame_fn fn, void *data);
+                            void *vctx, void *data);
+RH_API int rh_frame_range_add(rh_heap *h, uintptr_t ip_lo, uintptr_t ip_hi, rh_frame_fn fn,
+                              void *data);
 
 /* ------------------------------------------------------------------ events, stats */
 
 typedef enum rh_phase {
-	RH_PHASE_STOP = 0, /* stopping mutators */
+	RH_PHASE_STOP = 0,  /* stopping mutators */
 	RH_PHASE_ROOTS = 1, /* scanning roots and remembered sets */
 	RH_PHASE_MARK = 2,
 	RH_PHASE_EVACUATE = 3,
-	RH_PHASE_FIXUP = 4, /* updating references to moved objects */
+	RH_PHASE_FIXUP = 4,   /* updating references to moved objects */
 	RH_PHASE_RECLAIM = 5, /* freeing regions, rebuilding remsets */
 	RH_PHASE_VERIFY = 6,
 	RH_PHASE_COUNT = 7,
@@ -220,16 +221,17 @@ typedef struct rh_stats {
 	uint64_t pause_hist[RH_PAUSE_BUCKETS];
 	uint64_t phase_ns[RH_PHASE_COUNT];
 	uint64_t bytes_allocated;
-	uint64_t slow_allocs; /* allocations that took a slow path (TLAB refill, medium, humongous) */
+	uint64_t
+	        slow_allocs; /* allocations that took a slow path (TLAB refill, medium, humongous) */
 	uint64_t bytes_copied;
 	uint64_t objects_copied;
-	uint64_t bytes_freed; /* region bytes returned to the free list */
-	uint64_t bytes_marked_cpu; /* live bytes traced by the CPU server */
+	uint64_t bytes_freed;         /* region bytes returned to the free list */
+	uint64_t bytes_marked_cpu;    /* live bytes traced by the CPU server */
 	uint64_t bytes_marked_remote; /* live bytes traced by tracers */
 	uint64_t pinned_objects;
 	uint64_t remset_entries; /* current cards over all source queues */
-	uint64_t barrier_slow; /* cross-region stores recorded */
-	uint64_t faults; /* on-demand page faults (swap) */
+	uint64_t barrier_slow;   /* cross-region stores recorded */
+	uint64_t faults;         /* on-demand page faults (swap) */
 	uint64_t readahead_pages;
 	uint64_t bytes_fetched;
 	uint64_t bytes_evicted;

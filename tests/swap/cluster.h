@@ -31,8 +31,8 @@ static inline int cluster_port(int i)
 }
 
 static inline int cluster_start(cluster *c, const char *tracerd, const char *provider, int n,
-				unsigned long long heap_mib, double cache, unsigned timeout_ms,
-				const char *extra_gc)
+                                unsigned long long heap_mib, double cache, unsigned timeout_ms,
+                                const char *extra_gc)
 {
 	memset(c, 0, sizeof *c);
 	snprintf(c->dir, sizeof c->dir, "/tmp/rheap-test-XXXXXX");
@@ -49,10 +49,10 @@ static inline int cluster_start(cluster *c, const char *tracerd, const char *pro
 	if (!f)
 		return -1;
 	fprintf(f,
-		"{\"heap\": {\"size\": \"%lluMiB\"}, \"cache\": {\"fraction\": %g},\n"
-		" \"transport\": {\"provider\": \"%s\", \"timeout_ms\": %u},\n"
-		" \"secret_file\": \"secret\", \"gc\": {%s},\n \"servers\": [",
-		heap_mib, cache, provider, timeout_ms, extra_gc ? extra_gc : "");
+	        "{\"heap\": {\"size\": \"%lluMiB\"}, \"cache\": {\"fraction\": %g},\n"
+	        " \"transport\": {\"provider\": \"%s\", \"timeout_ms\": %u},\n"
+	        " \"secret_file\": \"secret\", \"gc\": {%s},\n \"servers\": [",
+	        heap_mib, cache, provider, timeout_ms, extra_gc ? extra_gc : "");
 	for (int i = 0; i < n; i++) {
 		c->port[i] = cluster_port(i);
 		fprintf(f, "%s{\"host\": \"127.0.0.1\", \"port\": %d}", i ? ", " : "", c->port[i]);
@@ -67,8 +67,8 @@ static inline int cluster_start(cluster *c, const char *tracerd, const char *pro
 		if (p == 0) {
 			char idx[16];
 			snprintf(idx, sizeof idx, "%d", i);
-			execl(tracerd, tracerd, "--config", c->config, "--index", idx, "--foreground",
-			      "--wait-ms", "60000", (char *)NULL);
+			execl(tracerd, tracerd, "--config", c->config, "--index", idx,
+			      "--foreground", "--wait-ms", "60000", (char *)NULL);
 			_exit(127);
 		}
 		c->pid[i] = p;
@@ -81,7 +81,8 @@ static inline rh_heap *cluster_open(cluster *c, rh_error *err)
 {
 	for (int attempt = 0; attempt < 100; attempt++) {
 		rh_heap *h = rh_heap_open_file(c->config, err);
-		if (h || (err->code != RH_EIO && err->code != RH_EPEER && err->code != RH_ETIMEDOUT))
+		if (h ||
+		    (err->code != RH_EIO && err->code != RH_EPEER && err->code != RH_ETIMEDOUT))
 			return h;
 		usleep(50000);
 	}

@@ -138,7 +138,8 @@ static void check_tags(void)
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
-		fprintf(stderr, "usage: %s TRACERD PROVIDER [heap MiB] [ops per thread]\n", argv[0]);
+		fprintf(stderr, "usage: %s TRACERD PROVIDER [heap MiB] [ops per thread]\n",
+		        argv[0]);
 		return 2;
 	}
 	unsigned long long heap_mib = argc > 3 ? strtoull(argv[3], NULL, 10) : 256;
@@ -158,10 +159,10 @@ int main(int argc, char **argv)
 		printf("%d passed, %d failed\n", passed, failed);
 		return 1;
 	}
-	rh_type_desc bytes = {.name = "bytes", .layout = RH_LAYOUT_BYTE_ARRAY, .size = 16,
-			      .elem_size = 1};
-	rh_type_desc refs = {.name = "refs", .layout = RH_LAYOUT_REF_ARRAY, .size = 16,
-			     .elem_size = 8};
+	rh_type_desc bytes = {
+	        .name = "bytes", .layout = RH_LAYOUT_BYTE_ARRAY, .size = 16, .elem_size = 1};
+	rh_type_desc refs = {
+	        .name = "refs", .layout = RH_LAYOUT_REF_ARRAY, .size = 16, .elem_size = 8};
 	t_bytes = rh_type_register(heap, &bytes, &err);
 	t_refs = rh_type_register(heap, &refs, &err);
 	rh_global_add(heap, &table);
@@ -222,8 +223,8 @@ int main(int argc, char **argv)
 	       "%llu MiB fetched, %llu MiB written back, %llu batches\n",
 	       n_arrays, ARRAY_BYTES / 1024, (unsigned long long)(heap_mib / 4),
 	       (unsigned long long)s.faults, (unsigned long long)s.readahead_pages,
-	       (unsigned long long)(s.bytes_fetched >> 20), (unsigned long long)(s.bytes_evicted >> 20),
-	       (unsigned long long)ss.batches);
+	       (unsigned long long)(s.bytes_fetched >> 20),
+	       (unsigned long long)(s.bytes_evicted >> 20), (unsigned long long)ss.batches);
 
 	/* Quiesce the evictor before reading the tags: a batch in flight would
 	 * show a dirty tag legitimately. */

@@ -73,7 +73,7 @@ static void test_command_line(const cluster *c)
 	CHECK(run(a3, out, sizeof out) == 2 && strstr(out, "gc.order"),
 	      "bad config: exit 2 naming the key (%s)", out);
 	char *a4[] = {(char *)tracerd, "--config", (char *)c->config, "--index", "0", "--listen",
-		      "nocolon", NULL};
+	              "nocolon",       NULL};
 	CHECK(run(a4, out, sizeof out) == 2 && strstr(out, "--listen"),
 	      "bad --listen: exit 2 naming it (%s)", out);
 	char *a5[] = {(char *)tracerd, "--version", NULL};
@@ -116,8 +116,10 @@ static void test_killed_tracer(cluster *c)
 			fprintf(stderr, "open: %s\n", err.msg);
 			_exit(3);
 		}
-		rh_type_desc d = {.name = "bytes", .layout = RH_LAYOUT_BYTE_ARRAY, .size = 16,
-				  .elem_size = 1};
+		rh_type_desc d = {.name = "bytes",
+		                  .layout = RH_LAYOUT_BYTE_ARRAY,
+		                  .size = 16,
+		                  .elem_size = 1};
 		rh_type_id t = rh_type_register(h, &d, &err);
 		rh_mutator *m = rh_mutator_attach(h, &err);
 		void *slots[24] = {0};
