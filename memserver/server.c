@@ -81,7 +81,8 @@ static void send_error(server *s, rh_tp_conn *c, int code, const char *text)
 {
 	rh_msg m = {.type = RH_MSG_ERROR};
 	m.u.error.code = (uint32_t)code;
-	snprintf(m.u.error.text, sizeof m.u.error.text, "%s", text);
+	snprintf(m.u.error.text, sizeof m.u.error.text, "%.*s", (int)sizeof m.u.error.text - 1,
+	         text);
 	uint8_t buf[512];
 	size_t n = rh_msg_encode(&m, buf, sizeof buf);
 	rh_tp_send(c, buf, n, 500, NULL);

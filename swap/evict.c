@@ -95,10 +95,15 @@ int rh_swap_evict_batch(rh_swap *s, uint32_t region)
 		} else if (rh_swap_cas(s, pg0 + i, RH_PAGE_DIRTY, RH_PAGE_EVICTING)) {
 			batch[n++] = a;
 			dirty[nd++] = a;
-			if (rh_uffd_protect(s, a, RH_PAGE_SIZE, true) < 0)
-				rh_panic("swap: write-protecting %#lx: %s", (unsigned long)a,
-				         strerror(errno));
 		}
+	}
+	/* Protect the dirty pages, one call per run, before copying them. */
+	for (size_t i = 0, j; i < nd; i = j) {
+		for (j = i + 1; j < nd && dirty[j] == dirty[j - 1] + RH_PAGE_SIZE; j++)
+			;
+		if (rh_uffd_protect(s, dirty[i], (j - i) * RH_PAGE_SIZE, true) < 0)
+			rh_panic("swap: write-protecting %#lx: %s", (unsigned long)dirty[i],
+			         strerror(errno));
 	}
 	pthread_mutex_unlock(&s->lock);
 	if (n == 0) {
@@ -111,9 +116,13 @@ int rh_swap_evict_batch(rh_swap *s, uint32_t region)
 		pthread_mutex_unlock(&s->evict_lock);
 		return -1;
 	}
-	/* Step 3: drop; the memory server holds every byte now. */
-	for (size_t i = 0; i < n; i++)
-		madvise((void *)batch[i], RH_PAGE_SIZE, MADV_DONTNEED);
+	/* Step 3: drop; the memory server holds every byte now. One call per
+	 * run of adjacent pages. */
+	for (size_t i = 0, j; i < n; i = j) {
+		for (j = i + 1; j < n && batch[j] == batch[j - 1] + RH_PAGE_SIZE; j++)
+			;
+		madvise((void *)batch[i], (j - i) * RH_PAGE_SIZE, MADV_DONTNEED);
+	}
 	pthread_mutex_lock(&s->lock);
 	for (size_t i = 0; i < n; i++)
 		rh_swap_set(s, rh_swap_page(s, batch[i]), RH_PAGE_EVICTED);

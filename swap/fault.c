@@ -70,8 +70,14 @@ static void install(rh_swap *s, uintptr_t a, const void *src, bool writable, boo
 	}
 	if (rc < 0)
 		rh_panic("swap: UFFDIO_COPY at %#lx failed: %s", (unsigned long)a, strerror(-rc));
-	atomic_fetch_add(&s->resident, 1);
+	size_t now = atomic_fetch_add(&s->resident, 1) + 1;
 	rh_swap_set(s, pg, writable ? RH_PAGE_DIRTY : RH_PAGE_CLEAN);
+	/* Start the evictor ahead of need, so faults rarely wait for it. */
+	if (now == s->high_pages + 1) {
+		pthread_mutex_lock(&s->lock);
+		pthread_cond_broadcast(&s->cond);
+		pthread_mutex_unlock(&s->lock);
+	}
 }
 
 static void park(rh_swap *s, uintptr_t a)
