@@ -1,5 +1,6 @@
 #include <jansson.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,7 +28,7 @@ typedef struct server {
 	rh_server_status st;
 	pthread_mutex_t st_lock;
 	pthread_t refuser;
-	volatile int refuser_stop;
+	atomic_int refuser_stop;
 	rh_type_table types;
 	uint8_t *types_buf;
 	uint32_t types_total, types_have;
@@ -92,7 +93,7 @@ static void send_error(server *s, rh_tp_conn *c, int code, const char *text)
 static void *refuser_main(void *arg)
 {
 	server *s = arg;
-	while (!s->refuser_stop) {
+	while (!atomic_load(&s->refuser_stop)) {
 		rh_tp_conn *c;
 		rh_error e;
 		if (rh_tp_accept(s->listener, 200, &c, &e) != RH_OK)
@@ -328,7 +329,7 @@ int rh_server_run(const rh_server_opts *o, rh_error *err)
 	set_state(s, "serving", "cpu-server");
 	pthread_create(&s->refuser, NULL, refuser_main, s);
 	rc = serve(s, err);
-	s->refuser_stop = 1;
+	atomic_store(&s->refuser_stop, 1);
 	pthread_join(s->refuser, NULL);
 	if (rc == RH_OK)
 		rh_log(RH_LOG_INFO, "tracerd", "CPU server left; releasing the partition");

@@ -163,6 +163,8 @@ static void test_killed_tracer(cluster *c)
 	      w == vm ? (WIFEXITED(st) ? "exit" : "signal") : "no exit",
 	      WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
 	CHECK(dt < 2.0, "within 2 s of the kill (%.2f s)", dt);
+	if (failed)
+		printf("# the VM said: %s\n", out);
 	CHECK(strstr(out, "memory server 1") && strstr(out, "lost"),
 	      "with a message naming the tracer: %s", out);
 
