@@ -84,58 +84,50 @@ void rh_marker_root(rh_marker *mk, uintptr_t obj)
 	}
 }
 
-struct scan_ctx {
-	rh_marker *mk;
-	uintptr_t *kids; /* DFS: children in field order, pushed reversed */
-	size_t n, cap;
-};
-
-static void visit(void *vctx, void **slot)
+static void visit_bfs(void *vctx, void **slot)
 {
-	struct scan_ctx *c = vctx;
+	rh_marker *mk = vctx;
 	uintptr_t v = (uintptr_t)*slot;
-	if (!rh_marker_in_set(c->mk, v))
+	if (rh_marker_in_set(mk, v) && mark(mk, v))
+		push(mk, v);
+}
+
+/* DFS: children are pushed last field first, so the first field is popped
+ * (and placed) first; marking happens at pop time, giving preorder. */
+static void visit_dfs(void *vctx, void **slot)
+{
+	rh_marker *mk = vctx;
+	uintptr_t v = (uintptr_t)*slot;
+	if (rh_marker_in_set(mk, v) && !rh_marker_is_marked(mk, v))
+		push(mk, v);
+}
+
+static void corrupt(rh_marker *mk, uintptr_t obj)
+{
+	if (mk->error)
 		return;
-	if (c->mk->order_kind == RH_ORDER_BFS) {
-		if (mark(c->mk, v))
-			push(c->mk, v);
-		return;
-	}
-	if (rh_marker_is_marked(c->mk, v))
-		return;
-	if (c->n == c->cap)
-		c->kids = grow(c->kids, &c->cap, sizeof *c->kids);
-	c->kids[c->n++] = v;
+	mk->error = 1;
+	fprintf(stderr, "rheap: marker: corrupt object header %#llx at %p\n",
+	        (unsigned long long)rh_hdr((void *)obj), (void *)obj);
 }
 
 int rh_marker_drain(rh_marker *mk)
 {
-	struct scan_ctx c = {.mk = mk};
-	for (;;) {
-		uintptr_t obj;
-		if (mk->order_kind == RH_ORDER_BFS) {
-			if (mk->work_head == mk->work_n)
-				break;
-			obj = mk->work[mk->work_head++];
-		} else {
-			if (mk->work_n == 0)
-				break;
-			obj = mk->work[--mk->work_n];
+	if (mk->order_kind == RH_ORDER_BFS) {
+		while (mk->work_head < mk->work_n) {
+			uintptr_t obj = mk->work[mk->work_head++];
+			if (rh_object_slots_inline(mk->tt, (void *)obj, visit_bfs, mk, 0) < 0)
+				corrupt(mk, obj);
+		}
+		mk->work_head = mk->work_n = 0;
+	} else {
+		while (mk->work_n > 0) {
+			uintptr_t obj = mk->work[--mk->work_n];
 			if (!mark(mk, obj))
 				continue;
+			if (rh_object_slots_inline(mk->tt, (void *)obj, visit_dfs, mk, 1) < 0)
+				corrupt(mk, obj);
 		}
-		c.n = 0;
-		if (rh_object_slots(mk->tt, (void *)obj, visit, &c) < 0 && !mk->error) {
-			mk->error = 1;
-			fprintf(stderr, "rheap: marker: corrupt object header %#llx at %p\n",
-			        (unsigned long long)rh_hdr((void *)obj), (void *)obj);
-		}
-		/* Reversed, so the first field is popped (and placed) first. */
-		while (c.n > 0)
-			push(mk, c.kids[--c.n]);
 	}
-	free(c.kids);
-	if (mk->order_kind == RH_ORDER_BFS)
-		mk->work_head = mk->work_n = 0;
 	return mk->error ? -1 : 0;
 }

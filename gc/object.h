@@ -50,6 +50,57 @@ static inline void rh_fill(void *p, size_t bytes)
 typedef void (*rh_slot_fn)(void *ctx, void **slot);
 int rh_object_slots(const rh_type_table *tt, void *obj, rh_slot_fn fn, void *ctx);
 
+/* The same walk, inline: the collector's hot loops pass a static fn, which
+ * the compiler then calls directly (or inlines). With `reverse`, slots come
+ * last first (a DFS pushing children reversed pops them in field order).
+ * Returns -1 if the header is inconsistent with the type table. */
+static inline int rh_object_slots_inline(const rh_type_table *tt, void *obj, rh_slot_fn fn,
+                                         void *ctx, int reverse)
+{
+	uint64_t h = *(const uint64_t *)obj;
+	uint32_t t = (uint32_t)((h >> RH_HDR_TYPE_SHIFT) & 0xffff);
+	if (t >= tt->n)
+		return -1;
+	if (t == RH_FILLER_TYPE)
+		return 0;
+	const rh_type_info *ti = &tt->types[t];
+	size_t bytes = (size_t)(h >> RH_HDR_SIZE_SHIFT) << 3;
+	char *base = (char *)obj;
+	uint64_t len = 0;
+	if (ti->elem_size) {
+		/* Exactly the size the layout gives (as rh_object_valid). */
+		if (bytes < ti->size)
+			return -1;
+		len = ((const uint64_t *)obj)[1];
+		if (len > (bytes - ti->size) / ti->elem_size ||
+		    ((ti->size + len * ti->elem_size + 7) & ~(uint64_t)7) != bytes)
+			return -1;
+	} else if (bytes != ti->size) {
+		return -1;
+	}
+	if (!reverse)
+		for (uint32_t i = 0; i < ti->n_ptrs; i++)
+			fn(ctx, (void **)(void *)(base + ti->ptr_offsets[i]));
+	if (ti->n_elem_ptrs) {
+		char *e0 = base + ti->size;
+		if (reverse) {
+			for (uint64_t e = len; e-- > 0;)
+				for (uint32_t k = ti->n_elem_ptrs; k-- > 0;)
+					fn(ctx, (void **)(void *)(e0 + e * ti->elem_size +
+					                          ti->elem_ptr_offsets[k]));
+		} else {
+			for (uint64_t e = 0; e < len; e++)
+				for (uint32_t k = 0; k < ti->n_elem_ptrs; k++)
+					fn(ctx, (void **)(void *)(e0 + e * ti->elem_size +
+					                          ti->elem_ptr_offsets[k]));
+		}
+	}
+	if (reverse)
+		for (uint32_t i = ti->n_ptrs; i-- > 0;)
+			fn(ctx, (void **)(void *)(base + ti->ptr_offsets[i]));
+	return 0;
+}
+
 /* Does the header make sense (known type, size consistent with layout)? */
 int rh_object_valid(const rh_type_table *tt, const void *obj, size_t max_bytes);
 

@@ -40,7 +40,7 @@ static uint64_t get64(const uint8_t *p)
 const char *rh_msg_type_name(unsigned type)
 {
 	static const char *const names[] = {"?",    "HELLO", "TYPES", "HELLO_OK", "ERROR",
-	                                    "FREE", "PING",  "PONG",  "BYE"};
+	                                    "FREE", "PING",  "PONG",  "BYE",      "FREE_OK"};
 	return type <= RH_MSG_TYPE_MAX ? names[type] : "?";
 }
 
@@ -109,6 +109,7 @@ size_t rh_msg_encode(const rh_msg *m, uint8_t *buf, size_t cap)
 		put64(p + 8, m->u.ping.time_ns);
 		break;
 	case RH_MSG_BYE:
+	case RH_MSG_FREE_OK:
 		len = 0;
 		if (cap < RH_PROTO_HDR)
 			return 0;
@@ -128,6 +129,8 @@ size_t rh_msg_encode(const rh_msg *m, uint8_t *buf, size_t cap)
 
 int rh_msg_decode(const uint8_t *buf, size_t len, rh_msg *m, rh_error *err)
 {
+	if (len > RH_PROTO_MAX)
+		return BAD("message of %zu bytes exceeds %u", len, RH_PROTO_MAX);
 	if (len < RH_PROTO_HDR)
 		return BAD("message of %zu bytes is shorter than the %u-byte header", len,
 		           RH_PROTO_HDR);
@@ -165,6 +168,9 @@ int rh_msg_decode(const uint8_t *buf, size_t len, rh_msg *m, rh_error *err)
 		m->u.types.offset = get32(p);
 		m->u.types.total = get32(p + 4);
 		m->u.types.len = get32(p + 8);
+		if (m->u.types.len > RH_PROTO_CHUNK)
+			return BAD("TYPES: chunk of %u bytes exceeds %u", m->u.types.len,
+			           RH_PROTO_CHUNK);
 		if (m->u.types.len != plen - 12)
 			return BAD("TYPES: chunk length %u but %u bytes follow", m->u.types.len,
 			           plen - 12);
@@ -210,8 +216,9 @@ int rh_msg_decode(const uint8_t *buf, size_t len, rh_msg *m, rh_error *err)
 		m->u.ping.time_ns = get64(p + 8);
 		return RH_OK;
 	case RH_MSG_BYE:
+	case RH_MSG_FREE_OK:
 		if (plen != 0)
-			return BAD("BYE: payload %u bytes, expected 0", plen);
+			return BAD("%s: payload %u bytes, expected 0", name, plen);
 		return RH_OK;
 	default:
 		return BAD("unknown message type %u", m->type);

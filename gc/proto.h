@@ -30,8 +30,9 @@ enum rh_msg_type {
 	RH_MSG_FREE = 5,     /* CPU → tracer: regions freed by the collector */
 	RH_MSG_PING = 6,     /* either way: heartbeat */
 	RH_MSG_PONG = 7,
-	RH_MSG_BYE = 8, /* CPU → tracer: orderly close */
-	RH_MSG_TYPE_MAX = 8,
+	RH_MSG_BYE = 8,     /* CPU → tracer: orderly close */
+	RH_MSG_FREE_OK = 9, /* tracer → CPU: the FREE with this seq is done */
+	RH_MSG_TYPE_MAX = 9,
 };
 
 typedef struct rh_msg_hello {

@@ -38,6 +38,8 @@ typedef struct rh_region {
 	uint8_t has_pins;     /* holds pinned objects: kept, its other objects still move */
 	uint8_t starts_valid; /* the collector's object-start bitmap covers it */
 	uint8_t live_known;   /* live_bytes is from a marking, not an estimate */
+	uint8_t warm;         /* FREE but still mapped: [start, dirty_end) may be non-zero */
+	uintptr_t dirty_end;  /* bytes at or past it are zero */
 	rh_remset remset;
 } rh_region;
 

@@ -16,6 +16,18 @@
 #define INITIAL_CAP 64
 #define FILLER_NAME "rh.filler"
 
+/* Peer-provided text copied into an error message: non-printable bytes
+ * become '?', so a table cannot forge log lines. */
+static const char *printable(char *dst, size_t cap, const char *src)
+{
+	size_t i = 0;
+	for (; src[i] && i + 1 < cap; i++)
+		dst[i] = (unsigned char)src[i] >= 0x20 && (unsigned char)src[i] < 0x7f ? src[i]
+		                                                                       : '?';
+	dst[i] = 0;
+	return dst;
+}
+
 static const char *const layout_names[] = {"fixed", "ref_array", "byte_array", "record_array"};
 #define N_LAYOUTS (sizeof layout_names / sizeof layout_names[0])
 
@@ -141,9 +153,11 @@ static int check_name(const rh_type_table *t, const char *name, int check_unique
 	size_t len = strnlen(name, RH_TYPE_NAME_MAX);
 	if (len == 0)
 		return rh_err_set(err, RH_EINVAL, "type: name is empty");
-	if (len >= RH_TYPE_NAME_MAX)
-		return rh_err_set(err, RH_EINVAL, "type \"%.32s...\": name is longer than %d bytes",
-		                  name, RH_TYPE_NAME_MAX - 1);
+	if (len >= RH_TYPE_NAME_MAX) {
+		char shown[33];
+		return rh_err_set(err, RH_EINVAL, "type \"%s...\": name is longer than %d bytes",
+		                  printable(shown, sizeof shown, name), RH_TYPE_NAME_MAX - 1);
+	}
 	for (size_t i = 0; i < len; i++) {
 		unsigned char c = (unsigned char)name[i];
 		/* Names end up in diagnostics and logs. */
@@ -391,8 +405,11 @@ static int decode_entry(rh_type_table *t, json_t *e, size_t idx, struct name_set
 		size_t i = 0;
 		while (i < sizeof keys / sizeof keys[0] && strcmp(keys[i], k) != 0)
 			i++;
-		if (i == sizeof keys / sizeof keys[0])
-			return JERR("types[%zu]: unknown key \"%.40s\"", idx, k);
+		if (i == sizeof keys / sizeof keys[0]) {
+			char shown[41];
+			return JERR("types[%zu]: unknown key \"%s\"", idx,
+			            printable(shown, sizeof shown, k));
+		}
 	}
 	uint32_t id, size, elem_size, n_ptrs, n_eptrs;
 	uint32_t ptrs[RH_MAX_PTR_FIELDS], eptrs[RH_MAX_PTR_FIELDS];

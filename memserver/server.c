@@ -260,6 +260,10 @@ static int serve(server *s, rh_error *err)
 			pthread_mutex_lock(&s->st_lock);
 			s->st.regions_freed += m.u.free.n;
 			pthread_mutex_unlock(&s->st_lock);
+			/* The CPU server reuses the regions only after this. */
+			rh_msg done = {.type = RH_MSG_FREE_OK, .seq = m.seq};
+			if ((rc = send_msg(s, c, &done, err)) != RH_OK)
+				return rc;
 			break;
 		case RH_MSG_PING: {
 			rh_msg pong = m;

@@ -27,6 +27,7 @@ typedef struct rh_gc {
 	size_t n_slots, cap_slots;
 	uint64_t *live; /* per region, from the marker */
 	uint64_t copied_bytes, copied_objects, pinned;
+	uint64_t eden_bytes; /* eden in the collection set */
 } rh_gc;
 
 void rh_emit(rh_heap *h, rh_gc_kind kind, rh_phase ph, int begin)
@@ -200,6 +201,7 @@ static void choose_set(rh_gc *g)
 		if (r->kind == RH_REGION_EDEN) {
 			add_to_set(h, r);
 			eden_bytes += r->top - r->start;
+			g->eden_bytes += r->top - r->start;
 		} else if (cand && r->kind == RH_REGION_OLD && r->live_known &&
 		           r->index + 1 != h->dest_region) {
 			uint64_t used = r->top - r->start;
@@ -320,7 +322,7 @@ static void fix_all(rh_gc *g)
 	rh_marker *mk = &h->marker;
 	for (size_t i = 0; i < mk->n_order; i++) {
 		uintptr_t obj = forwarded(h, mk->order[i]);
-		if (rh_object_slots(&h->types, (void *)obj, fix_field, h) < 0)
+		if (rh_object_slots_inline(&h->types, (void *)obj, fix_field, h, 0) < 0)
 			rh_panic("collector: corrupt object at %p after evacuation", (void *)obj);
 	}
 }
@@ -368,6 +370,49 @@ static void keep_region(rh_gc *g, rh_region *r)
 	r->live_bytes = live;
 	r->live_known = 1;
 	r->survivals++;
+}
+
+/* Eden about the size of the old generation (young data is allocated in
+ * proportion to what survives), at least 16 MiB, at most what the pause
+ * budget can copy at the observed survival rate and young_fraction of the
+ * free space. The old generation may grow to twice what the last full
+ * collection found live before the next full one. */
+#define MIB (1024ull * 1024)
+static void size_generations(rh_gc *g)
+{
+	rh_heap *h = g->h;
+	uint64_t old_used = 0;
+	for (uint32_t i = 0; i < h->n_regions; i++) {
+		const rh_region *r = &h->regions[i];
+		if (r->kind == RH_REGION_OLD || r->kind == RH_REGION_HUMONGOUS)
+			old_used += r->top - r->start;
+	}
+	if (g->kind == RH_GC_FULL) {
+		h->live_after_full = h->marker.bytes_marked;
+		h->full_due = false;
+	} else if (g->eden_bytes) {
+		double s = (double)g->copied_bytes / (double)g->eden_bytes;
+		h->survival = 0.5 * h->survival + 0.5 * (s < 1 ? s : 1);
+	}
+	double budget_ns = (double)h->cfg.pause_budget_us * 1000.0;
+	double surv = h->survival > 0.02 ? h->survival : 0.02;
+	double by_pause = budget_ns * 0.5 / (h->copy_ns_per_byte * surv);
+	double by_free = h->cfg.young_fraction * (double)h->n_free * (double)h->region_size;
+	double target = (double)(old_used > 16 * MIB ? old_used : 16 * MIB);
+	if (target > by_pause)
+		target = by_pause;
+	if (target > by_free)
+		target = by_free;
+	uint32_t limit = (uint32_t)(target / (double)h->region_size);
+	h->eden_limit = limit ? limit : 1;
+	h->warm_limit = h->eden_limit + h->eden_limit / 4 + 2;
+	uint64_t bound = 2 * h->live_after_full;
+	if (bound < 16 * MIB)
+		bound = 16 * MIB;
+	if (bound < h->size / 16)
+		bound = h->size / 16;
+	if (g->kind == RH_GC_PARTIAL && old_used > bound)
+		h->full_due = true;
 }
 
 static int card_alive(void *ctx, uint64_t card)
@@ -425,12 +470,14 @@ static void reclaim(rh_gc *g)
 	h->eden_cur = 0;
 	if (h->remote && h->n_freed) {
 		rh_error e;
-		/* A lost host is reported by the monitor; nothing to add here. */
-		rh_remote_free(h->remote, h->freed, h->n_freed, h->region_shift, h->base, &e);
+		/* Until its host confirms, a freed region's old bytes could
+		 * overwrite what is written back after reuse: no way on. */
+		if (rh_remote_free(h->remote, h->freed, h->n_freed, h->region_shift, h->base, &e) !=
+		    RH_OK)
+			rh_heap_fail(h, &e);
 		h->n_freed = 0;
 	}
-	uint32_t limit = (uint32_t)(h->n_free * h->cfg.young_fraction);
-	h->eden_limit = limit ? limit : 1;
+	size_generations(g);
 	pthread_mutex_lock(&h->stats_lock);
 	h->stats.bytes_freed += freed;
 	pthread_mutex_unlock(&h->stats_lock);
@@ -554,7 +601,8 @@ static void collect_stopped(rh_heap *h, rh_gc_kind kind, uint64_t t_start)
 	rh_barrier_drain(h);
 	collect(h, kind);
 	/* Partial collections that leave too little free trigger a full one. */
-	if (kind == RH_GC_PARTIAL && h->n_free < h->n_regions * h->cfg.full_threshold) {
+	if (kind == RH_GC_PARTIAL &&
+	    (h->n_free < h->n_regions * h->cfg.full_threshold || h->full_due)) {
 		rh_stats_record_pause(h, kind, rh_now_ns() - t_start);
 		t_start = rh_now_ns();
 		kind = RH_GC_FULL;

@@ -54,6 +54,7 @@ static int init_regions(rh_heap *h, rh_error *err)
 		rh_region *r = &h->regions[i];
 		r->index = i;
 		r->start = r->top = r->old_top = h->base + (uintptr_t)i * h->region_size;
+		r->dirty_end = r->start;
 	}
 	/* Lowest addresses first: the free list is a stack. */
 	for (uint32_t i = 0; i < h->n_regions; i++)
@@ -64,6 +65,12 @@ static int init_regions(rh_heap *h, rh_error *err)
 
 static void heap_fatal(void *data, const rh_error *err)
 {
+	rh_heap_fail(data, err);
+}
+
+void rh_heap_fail(rh_heap *hp, const rh_error *err)
+{
+	void *data = hp;
 	rh_heap *h = data;
 	atomic_store(&h->failed, true);
 	pthread_mutex_lock(&h->lock);
@@ -176,9 +183,16 @@ rh_heap *rh_heap_open(const rh_config *cfg_in, rh_error *err)
 	h->stats.heap_size = h->size;
 	h->stats.region_size = h->region_size;
 	h->stats.regions_total = h->n_regions;
-	h->eden_limit = (uint32_t)(h->n_regions * cfg.young_fraction);
+	/* Until the first collection measures anything: 16 MiB of eden, or
+	 * young_fraction of the heap if that is smaller. */
+	double eden = (double)h->size * cfg.young_fraction;
+	if (eden > 16.0 * 1024 * 1024)
+		eden = 16.0 * 1024 * 1024;
+	h->eden_limit = (uint32_t)(eden / (double)h->region_size);
 	if (h->eden_limit < 1)
 		h->eden_limit = 1;
+	h->warm_limit = h->eden_limit + h->eden_limit / 4 + 2;
+	h->survival = 0.2;
 	rh_log(RH_LOG_INFO, "heap", "opened %lu MiB at %#lx, %u regions of %lu KiB",
 	       (unsigned long)(h->size >> 20), (unsigned long)h->base, h->n_regions,
 	       (unsigned long)(h->region_size >> 10));

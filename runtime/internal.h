@@ -120,6 +120,7 @@ struct rh_heap {
 	uint32_t n_eden;
 	uint32_t eden_limit;
 	uint32_t n_old, n_humongous;
+	uint32_t n_warm, warm_limit; /* free regions kept mapped (local heaps) */
 
 	pthread_mutex_t remset_lock;
 	pthread_cond_t bq_cond;
@@ -133,9 +134,12 @@ struct rh_heap {
 	uint64_t *mark_bits;  /* heap-wide */
 	uint64_t *start_bits; /* heap-wide object starts, valid per region */
 	rh_marker marker;
-	double copy_ns_per_byte; /* measured evacuation cost, for the pause budget */
-	uint32_t dest_region;    /* region index + 1 receiving survivors */
-	uint64_t gc_index;       /* index of the collection in progress, for events */
+	double copy_ns_per_byte;  /* measured evacuation cost, for the pause budget */
+	double survival;          /* share of eden that survives a partial collection */
+	uint64_t live_after_full; /* bytes marked by the last full collection */
+	bool full_due;            /* the old generation outgrew its bound: next pause is full */
+	uint32_t dest_region;     /* region index + 1 receiving survivors */
+	uint64_t gc_index;        /* index of the collection in progress, for events */
 
 	rh_event_fn event_fn;
 	void *event_data;
@@ -218,6 +222,9 @@ void rh_emit(rh_heap *h, rh_gc_kind kind, rh_phase ph, int begin);
 
 /* ---- stats (stats.c) ---- */
 void rh_stats_record_pause(rh_heap *h, rh_gc_kind kind, uint64_t ns);
+
+/* A memory server is lost: run the VM's fatal handler, then exit. */
+_Noreturn void rh_heap_fail(rh_heap *h, const rh_error *err);
 
 /* Thread-local last error. */
 void rh_set_last_error(int code, const char *fmt, ...) RH_PRINTF(2, 3);

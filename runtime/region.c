@@ -38,12 +38,33 @@ static void set_kind(rh_heap *h, rh_region *r, rh_region_kind kind)
 	}
 }
 
+/* Invariant: bytes of a region at or past dirty_end are zero. Eden (TLABs
+ * hand out zeroed memory) and humongous objects need zeroed regions;
+ * survivor regions are written by copying and never read past their top,
+ * so they may start dirty. */
+static void make_zero(rh_heap *h, rh_region *r)
+{
+	if (r->dirty_end > r->start)
+		memset((void *)r->start, 0, r->dirty_end - r->start);
+	r->dirty_end = r->start;
+	if (r->warm) {
+		r->warm = 0;
+		h->n_warm--;
+	}
+}
+
 int64_t rh_region_take(rh_heap *h, rh_region_kind kind)
 {
 	if (h->n_free == 0)
 		return -1;
 	uint32_t i = h->free_list[--h->n_free];
 	rh_region *r = &h->regions[i];
+	if (kind != RH_REGION_OLD) {
+		make_zero(h, r);
+	} else if (r->warm) {
+		r->warm = 0; /* dirty_end stays: the bytes are still there */
+		h->n_warm--;
+	}
 	r->top = r->old_top = r->start;
 	r->live_bytes = 0;
 	r->live_known = 0;
@@ -71,6 +92,7 @@ int64_t rh_region_take_span(rh_heap *h, uint32_t n)
 		h->n_free = k;
 		for (uint32_t j = first; j <= i; j++) {
 			rh_region *r = &h->regions[j];
+			make_zero(h, r);
 			r->top = r->old_top = r->start;
 			r->live_bytes = 0;
 			r->live_known = 0;
@@ -84,15 +106,29 @@ int64_t rh_region_take_span(rh_heap *h, uint32_t n)
 	return -1;
 }
 
-static void release_one(rh_heap *h, rh_region *r)
+static void release_one(rh_heap *h, rh_region *r, bool keep_warm)
 {
 	/* Pages go back to the OS (and the memory server, told after the
-	 * collection): a freed region costs no memory. */
+	 * collection), except a pool of about eden's size on a local heap:
+	 * dropping and re-faulting those would cost a page fault per 4 KiB
+	 * allocated. */
 	if (h->swap) {
 		rh_swap_region_freed(h->swap, r->index);
 		h->freed[h->n_freed++] = r->index;
 	} else {
-		madvise((void *)r->start, h->region_size, MADV_DONTNEED);
+		uintptr_t end = r->start + h->region_size;
+		uintptr_t used = r->top < end ? r->top : end;
+		if (used > r->dirty_end)
+			r->dirty_end = used;
+		if (r->kind == RH_REGION_HUMONGOUS_CONT || r->kind == RH_REGION_HUMONGOUS)
+			r->dirty_end = end; /* the object's bytes span the region */
+		if (keep_warm && h->n_warm < h->warm_limit) {
+			r->warm = 1;
+			h->n_warm++;
+		} else {
+			madvise((void *)r->start, h->region_size, MADV_DONTNEED);
+			r->dirty_end = r->start;
+		}
 	}
 	rh_remset_free(&r->remset);
 	r->top = r->old_top = r->start;
@@ -109,9 +145,11 @@ static void release_one(rh_heap *h, rh_region *r)
 
 void rh_region_release(rh_heap *h, rh_region *r)
 {
+	/* Humongous spans are rare and large: always returned. */
 	uint32_t span = r->kind == RH_REGION_HUMONGOUS ? r->span : 1;
+	bool warm = r->kind != RH_REGION_HUMONGOUS;
 	for (uint32_t j = 0; j < span; j++)
-		release_one(h, &h->regions[r->index + j]);
+		release_one(h, &h->regions[r->index + j], warm);
 }
 
 void rh_region_build_starts(rh_heap *h, rh_region *r)

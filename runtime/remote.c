@@ -8,7 +8,9 @@
  * naming it. Hosts, in turn, drop a CPU server that is silent for
  * timeout_ms, so the pings also keep them alive.
  */
+#include <poll.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -21,7 +23,9 @@ struct rh_remote {
 	rh_swap_host *hosts;
 	size_t n_hosts;
 	uint64_t *last_heard; /* per host, ns; under lock */
-	pthread_mutex_t lock; /* send buffer, last_heard */
+	uint32_t *free_acked; /* per host: seq of the last FREE done; under lock */
+	pthread_mutex_t lock; /* send buffer, last_heard, free_acked */
+	pthread_cond_t cond;  /* free_acked advanced, or the monitor ended */
 	uint8_t buf[RH_PROTO_MAX];
 	uint8_t rbuf[RH_PROTO_MAX];
 	pthread_t monitor;
@@ -63,10 +67,40 @@ static void lose(rh_remote *r, size_t i, const char *why)
 		r->fatal(r->fatal_data, &e);
 }
 
+/* Handle one message from host i (monitor thread). 0, or -1 if lost. */
+static int on_message(rh_remote *r, size_t i, size_t len)
+{
+	rh_msg m;
+	rh_error e;
+	if (rh_msg_decode(r->rbuf, len, &m, &e) != RH_OK) {
+		lose(r, i, e.msg);
+		return -1;
+	}
+	if (m.type == RH_MSG_ERROR) {
+		lose(r, i, m.u.error.text);
+		return -1;
+	}
+	pthread_mutex_lock(&r->lock);
+	r->last_heard[i] = rh_now_ns();
+	if (m.type == RH_MSG_FREE_OK) {
+		r->free_acked[i] = m.seq;
+		pthread_cond_broadcast(&r->cond);
+	}
+	pthread_mutex_unlock(&r->lock);
+	return 0;
+}
+
 static void *monitor_main(void *arg)
 {
 	rh_remote *r = arg;
 	uint64_t period = (uint64_t)r->cfg->timeout_ms * 1000000ull / 4, next_ping = 0;
+	struct pollfd *pfd = calloc(r->n_hosts, sizeof *pfd);
+	bool all_fds = pfd != NULL;
+	for (size_t i = 0; pfd && i < r->n_hosts; i++) {
+		pfd[i].fd = rh_tp_fd(r->hosts[i].conn);
+		pfd[i].events = POLLIN;
+		all_fds &= pfd[i].fd >= 0;
+	}
 	while (!atomic_load(&r->stop) && !atomic_load(&r->lost)) {
 		uint64_t now = rh_now_ns();
 		if (now >= next_ping) {
@@ -77,46 +111,55 @@ static void *monitor_main(void *arg)
 				rh_error e;
 				if (send_to(r, i, &m, &e) != RH_OK) {
 					lose(r, i, e.msg);
-					return NULL;
+					goto out;
 				}
 			}
 			next_ping = now + period;
 		}
+		/* Wake on any connection's message; without readiness fds,
+		 * fall back to short sleeps. */
+		int wait_ms = (int)((next_ping - now) / 1000000) + 1;
+		if (wait_ms > 50)
+			wait_ms = 50;
+		if (!all_fds && wait_ms > 2)
+			wait_ms = 2;
+		if (pfd)
+			poll(pfd, r->n_hosts, wait_ms);
 		for (size_t i = 0; i < r->n_hosts; i++) {
+			if (pfd && pfd[i].fd >= 0) {
+				uint64_t x;
+				if (read(pfd[i].fd, &x, sizeof x) < 0) { /* nothing pending */
+				}
+			}
 			size_t len;
 			rh_error e;
-			int rc = rh_tp_recv(r->hosts[i].conn, r->rbuf, sizeof r->rbuf, &len,
-			                    r->n_hosts > 1 ? 10 : 50, &e);
-			now = rh_now_ns();
-			if (rc == RH_OK) {
-				rh_msg m;
-				if (rh_msg_decode(r->rbuf, len, &m, &e) != RH_OK) {
-					lose(r, i, e.msg);
-					return NULL;
-				}
-				if (m.type == RH_MSG_ERROR) {
-					lose(r, i, m.u.error.text);
-					return NULL;
-				}
-				pthread_mutex_lock(&r->lock);
-				r->last_heard[i] = now;
-				pthread_mutex_unlock(&r->lock);
-			} else if (rc != RH_ETIMEDOUT) {
+			int rc;
+			while ((rc = rh_tp_recv(r->hosts[i].conn, r->rbuf, sizeof r->rbuf, &len, 0,
+			                        &e)) == RH_OK)
+				if (on_message(r, i, len) < 0)
+					goto out;
+			if (rc != RH_ETIMEDOUT) {
 				lose(r, i, e.msg);
-				return NULL;
+				goto out;
 			}
 			pthread_mutex_lock(&r->lock);
-			uint64_t silent = now - r->last_heard[i];
+			uint64_t silent = rh_now_ns() - r->last_heard[i];
 			pthread_mutex_unlock(&r->lock);
 			if (silent > (uint64_t)r->cfg->timeout_ms * 1000000ull) {
 				char why[96];
 				snprintf(why, sizeof why, "no answer for %llu ms",
 				         (unsigned long long)(silent / 1000000));
 				lose(r, i, why);
-				return NULL;
+				goto out;
 			}
 		}
 	}
+out:
+	free(pfd);
+	/* Wake anyone waiting for an acknowledgement. */
+	pthread_mutex_lock(&r->lock);
+	pthread_cond_broadcast(&r->cond);
+	pthread_mutex_unlock(&r->lock);
 	return NULL;
 }
 
@@ -186,8 +229,10 @@ int rh_remote_open(const rh_config *cfg, void (*fatal)(void *, const rh_error *)
 	r->n_hosts = cfg->n_servers;
 	r->hosts = calloc(r->n_hosts, sizeof *r->hosts);
 	r->last_heard = calloc(r->n_hosts, sizeof *r->last_heard);
+	r->free_acked = calloc(r->n_hosts, sizeof *r->free_acked);
 	pthread_mutex_init(&r->lock, NULL);
-	int rc = r->hosts && r->last_heard
+	pthread_cond_init(&r->cond, NULL);
+	int rc = r->hosts && r->last_heard && r->free_acked
 	                 ? RH_OK
 	                 : rh_err_set(err, RH_ENOMEM, "control path: out of memory");
 	for (size_t i = 0; rc == RH_OK && i < r->n_hosts; i++)
@@ -224,8 +269,10 @@ void rh_remote_close(rh_remote *r)
 		rh_tp_close(r->hosts[i].conn);
 	}
 	pthread_mutex_destroy(&r->lock);
+	pthread_cond_destroy(&r->cond);
 	free(r->hosts);
 	free(r->last_heard);
+	free(r->free_acked);
 	free(r);
 }
 
@@ -254,13 +301,40 @@ int rh_remote_send_types(rh_remote *r, const char *json, rh_error *err)
 	return RH_OK;
 }
 
+/* Wait until host i has done the FREE numbered seq (its FREE_OK). */
+static int wait_free_ok(rh_remote *r, size_t i, uint32_t seq, rh_error *err)
+{
+	uint64_t deadline = rh_now_ns() + (uint64_t)r->cfg->timeout_ms * 1000000ull;
+	int rc = RH_OK;
+	pthread_mutex_lock(&r->lock);
+	while ((int32_t)(r->free_acked[i] - seq) < 0) {
+		if (atomic_load(&r->lost) || rh_now_ns() >= deadline) {
+			rc = rh_err_set(err, RH_ETIMEDOUT, "%s: no FREE_OK within %u ms",
+			                r->hosts[i].name, r->cfg->timeout_ms);
+			break;
+		}
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 10 * 1000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&r->cond, &r->lock, &ts);
+	}
+	pthread_mutex_unlock(&r->lock);
+	return rc;
+}
+
 int rh_remote_free(rh_remote *r, const uint32_t *regions, size_t n, uint32_t region_shift,
                    uint64_t heap_base, rh_error *err)
 {
 	uint32_t *mine = malloc((n ? n : 1) * sizeof *mine);
 	if (!mine)
 		return rh_err_set(err, RH_ENOMEM, "control path: out of memory");
-	int rc = RH_OK;
+	uint32_t *last = calloc(r->n_hosts, sizeof *last);
+	bool *sent = calloc(r->n_hosts, sizeof *sent);
+	int rc = last && sent ? RH_OK : rh_err_set(err, RH_ENOMEM, "control path: out of memory");
 	for (size_t i = 0; rc == RH_OK && i < r->n_hosts; i++) {
 		const rh_partition *p = &r->hosts[i].part;
 		size_t k = 0;
@@ -275,9 +349,18 @@ int rh_remote_free(rh_remote *r, const uint32_t *regions, size_t n, uint32_t reg
 			                                                    : RH_PROTO_MAX_FREE);
 			m.u.free.regions = (const uint8_t *)(mine + off);
 			rc = send_to(r, i, &m, err);
+			last[i] = m.seq;
+			sent[i] = true;
 		}
 	}
+	/* The regions may be reused as soon as the collection ends: their old
+	 * bytes must be gone on the hosts before anything is written back. */
+	for (size_t i = 0; rc == RH_OK && i < r->n_hosts; i++)
+		if (sent[i])
+			rc = wait_free_ok(r, i, last[i], err);
 	free(mine);
+	free(last);
+	free(sent);
 	return rc;
 }
 

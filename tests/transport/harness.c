@@ -118,7 +118,7 @@ static void session(rh_tp_conn *c, uint8_t *region, int memfd, uint32_t max_msg)
 	uint8_t *buf = malloc(max_msg);
 	for (;;) {
 		size_t len = 0;
-		if (rh_tp_recv(c, buf, max_msg, &len, 30000, &err) != RH_OK)
+		if (rh_tp_recv(c, buf, max_msg, &len, 300000, &err) != RH_OK)
 			break;
 		struct cmd_msg m = {0};
 		memcpy(&m, buf, len < sizeof m ? len : sizeof m);
@@ -168,7 +168,9 @@ static void serve(const struct env *e, uint16_t port, int conns, int report)
 		_exit(2);
 	for (int i = 0; i < conns; i++) {
 		rh_tp_conn *c;
-		int rc = rh_tp_accept(l, 30000, &c, &err);
+		/* Generous: a suite under TCG emulation reaches its last victims late;
+		 * PDEATHSIG ends the victims if the suite dies. */
+		int rc = rh_tp_accept(l, 300000, &c, &err);
 		if (rc != RH_OK) {
 			uint8_t code = (uint8_t)rc;
 			(void)!write(report, &code, 1);

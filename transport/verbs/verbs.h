@@ -22,11 +22,11 @@
 
 #define VB_MAGIC 0x72685662u /* "rhVb" */
 #define VB_VERSION 1u
-#define VB_SPIN_NS 300000ull /* busy-poll this long before sleeping */
-#define VB_REARM_MS 1 /* CQ events back on after this long without spinners */
-#define VB_SLICE_NS 1000000ull /* sleep slice while waiting on peer-written memory */
+#define VB_SPIN_NS 300000ull    /* busy-poll this long before sleeping */
+#define VB_REARM_MS 10          /* CQ events back on after this long without spinners */
+#define VB_SLICE_NS 1000000ull  /* sleep slice while waiting on peer-written memory */
 #define VB_INTERNAL_CREDITS 16u /* receive buffers reserved for provider messages */
-#define VB_SEND_SLOTS 16u /* registered copy buffers for non-inline sends */
+#define VB_SEND_SLOTS 16u       /* registered copy buffers for non-inline sends */
 #define VB_SEND_SLOT_MAX (64u * 1024)
 #define VB_SQ_DEPTH 512u
 /* Largest span per READ/WRITE WR. Soft-RoCE's requester retransmits a
@@ -42,8 +42,8 @@ enum vb_msg { VB_MSG_USER = 1, VB_MSG_AUTH = 2, VB_MSG_ADVERT = 3, VB_MSG_WITHDR
 /* What a work request's wr_id refers to (top bits of the wr_id). */
 enum vb_kind { VB_WR_OP = 1, VB_WR_SEND = 2, VB_WR_CTRS = 3, VB_WR_RECV = 4 };
 
-#define VB_WRID(kind, idx, seq)                                                                   \
-	(((uint64_t)(kind) << 60) | ((uint64_t)((idx) & 0xfffffffu) << 32) | (uint32_t)(seq))
+#define VB_WRID(kind, idx, seq)                                                                    \
+	(((uint64_t)(kind) << 60) | ((uint64_t)((idx)&0xfffffffu) << 32) | (uint32_t)(seq))
 #define VB_WRID_KIND(w) ((unsigned)((w) >> 60))
 #define VB_WRID_IDX(w) ((uint32_t)(((w) >> 32) & 0xfffffffu))
 #define VB_WRID_SEQ(w) ((uint32_t)(w))
@@ -52,8 +52,8 @@ enum vb_kind { VB_WR_OP = 1, VB_WR_SEND = 2, VB_WR_CTRS = 3, VB_WR_RECV = 4 };
 struct vb_hello {
 	uint32_t magic;
 	uint32_t version;
-	uint32_t max_msg; /* largest message the sender accepts */
-	uint32_t user_credits; /* receive buffers for application messages */
+	uint32_t max_msg;          /* largest message the sender accepts */
+	uint32_t user_credits;     /* receive buffers for application messages */
 	uint32_t internal_credits; /* receive buffers for provider messages */
 	uint32_t ctrs_rkey;
 	uint64_t ctrs_addr; /* where the peer RDMA-WRITEs its counters */
@@ -62,9 +62,9 @@ struct vb_hello {
 /* Counters one side RDMA-WRITEs into the other's memory. Monotonic; the
  * check word lets a reader reject a copy it caught half-written. */
 struct vb_ctrs {
-	uint64_t user_posted; /* receive buffers ever posted for user messages */
+	uint64_t user_posted;     /* receive buffers ever posted for user messages */
 	uint64_t internal_posted; /* ... for provider messages */
-	uint64_t acked; /* advertisements/withdrawals processed */
+	uint64_t acked;           /* advertisements/withdrawals processed */
 	uint64_t check;
 };
 #define VB_CTRS_CHECK(c) ((c)->user_posted ^ (c)->internal_posted ^ (c)->acked ^ 0x5eed5eed5eedull)
@@ -79,9 +79,9 @@ struct vb_advert {
 
 struct vb_op {
 	uint64_t wr_id;
-	uint64_t *old; /* atomics: where the prior value goes */
+	uint64_t *old;    /* atomics: where the prior value goes */
 	uint32_t pending; /* signalled WRs not yet completed */
-	uint32_t gen; /* bumped on each use of the slot */
+	uint32_t gen;     /* bumped on each use of the slot */
 	int status;
 	bool busy;
 	bool internal; /* a provider-owned op (large send): not reported */
@@ -110,27 +110,28 @@ struct vb_conn {
 	struct ibv_comp_channel *cch;
 	struct ibv_cq *cq;
 	struct ibv_qp *qp;
-	int epfd; /* progress thread: cch, ech, wake */
+	int epfd;   /* progress thread: cch, ech, wake */
 	int wakefd; /* eventfd: stops the progress thread */
-	int appfd; /* eventfd returned by rh_tp_fd */
+	int appfd;  /* eventfd returned by rh_tp_fd */
 	bool appfd_set;
+	bool appfd_used; /* rh_tp_fd was called: keep appfd current */
 	pthread_t thread;
 	bool thread_on;
 	bool stopping;
-	bool armed; /* CQ event requested */
-	int spinning; /* threads busy-polling the CQ in rh_vb_wait_for */
+	bool armed;            /* CQ event requested */
+	int spinning;          /* threads busy-polling the CQ in rh_vb_wait_for */
 	uint64_t last_spin_ns; /* when the last spinner stopped */
 	bool authed;
 	int dead; /* rh_status that ended the connection, 0 while alive */
 	char why[160];
 
 	/* Device and QP limits. */
-	uint32_t max_sge; /* SGEs per WRITE WR */
+	uint32_t max_sge;    /* SGEs per WRITE WR */
 	uint32_t max_sge_rd; /* SGEs per READ WR */
 	uint32_t max_inline;
 	uint32_t sq_depth;
-	uint32_t sq_posted; /* WRs posted (sequence, wraps) */
-	uint32_t sq_done; /* sequence of the last completed signalled WR */
+	uint32_t sq_posted;   /* WRs posted (sequence, wraps) */
+	uint32_t sq_done;     /* sequence of the last completed signalled WR */
 	uint32_t unsignalled; /* WRs posted since the last signalled one */
 
 	/* Scratch: counters in (peer writes), counters out (we send inline),
@@ -185,7 +186,7 @@ void rh_vb_finish_op(struct vb_conn *c, uint32_t idx);
 void *rh_vb_progress_main(void *arg);
 typedef bool (*vb_ready_fn)(struct vb_conn *c, const void *arg);
 int rh_vb_wait_for(struct vb_conn *c, vb_ready_fn ready, const void *arg, bool polls_memory,
-		   uint64_t deadline_ns);
+                   uint64_t deadline_ns);
 uint64_t rh_vb_deadline(int timeout_ms);
 int rh_vb_sq_reserve(struct vb_conn *c, uint32_t n, uint64_t deadline_ns, rh_error *err);
 int rh_vb_post(struct vb_conn *c, struct ibv_send_wr *first, rh_error *err);
@@ -198,21 +199,20 @@ void rh_vb_on_recv(struct vb_conn *c, const struct ibv_wc *wc);
 void rh_vb_report(struct vb_conn *c);
 void rh_vb_read_ctrs(struct vb_conn *c);
 int rh_vb_send_msg(struct vb_conn *c, uint32_t kind, const void *buf, size_t len,
-		   uint64_t deadline_ns, rh_error *err);
+                   uint64_t deadline_ns, rh_error *err);
 int rh_vb_recv_msg(struct vb_conn *c, uint32_t kind, void *buf, size_t cap, size_t *len,
-		   uint64_t deadline_ns, rh_error *err);
+                   uint64_t deadline_ns, rh_error *err);
 int rh_vb_send(rh_tp_conn *base, const void *buf, size_t len, int timeout_ms, rh_error *err);
-int rh_vb_recv(rh_tp_conn *base, void *buf, size_t cap, size_t *len, int timeout_ms,
-	       rh_error *err);
+int rh_vb_recv(rh_tp_conn *base, void *buf, size_t cap, size_t *len, int timeout_ms, rh_error *err);
 
 /* verbs_conn.c (provider ops) */
-int rh_vb_listen(const struct rh_tp_cfg *cfg, const char *host, uint16_t port,
-		 rh_tp_listener **out, rh_error *err);
+int rh_vb_listen(const struct rh_tp_cfg *cfg, const char *host, uint16_t port, rh_tp_listener **out,
+                 rh_error *err);
 uint16_t rh_vb_listener_port(const rh_tp_listener *l);
 int rh_vb_accept(rh_tp_listener *l, int timeout_ms, rh_tp_conn **out, rh_error *err);
 void rh_vb_listener_close(rh_tp_listener *l);
-int rh_vb_connect(const struct rh_tp_cfg *cfg, const char *host, uint16_t port,
-		  rh_tp_conn **out, rh_error *err);
+int rh_vb_connect(const struct rh_tp_cfg *cfg, const char *host, uint16_t port, rh_tp_conn **out,
+                  rh_error *err);
 void rh_vb_close(rh_tp_conn *base);
 
 #endif

@@ -3,7 +3,6 @@
  * call uses. All functions here run with c->mu held unless noted. */
 #include <errno.h>
 #include <poll.h>
-#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,9 +17,11 @@ uint64_t rh_vb_deadline(int timeout_ms)
 	return rh_now_ns() + (uint64_t)(timeout_ms < 0 ? 0 : timeout_ms) * 1000000ull;
 }
 
+/* The eventfd costs two system calls per completion, so it is only kept
+ * up to date once the application asked for it (rh_tp_fd). */
 void rh_vb_app_notify(struct vb_conn *c)
 {
-	if (!c->appfd_set) {
+	if (c->appfd_used && !c->appfd_set) {
 		uint64_t one = 1;
 		if (write(c->appfd, &one, sizeof one) == sizeof one)
 			c->appfd_set = true;
@@ -42,9 +43,14 @@ static int wc_status(enum ibv_wc_status s)
 	switch (s) {
 	case IBV_WC_SUCCESS:
 		return RH_OK;
-	case IBV_WC_REM_ACCESS_ERR:
 	case IBV_WC_LOC_PROT_ERR:
 		return RH_ERANGE;
+	case IBV_WC_REM_ACCESS_ERR:
+		/* The core checked the range against the peer's
+		 * advertisements and withdrawals are acknowledged before the
+		 * MR goes: a refusal means the peer lost its memory (it died,
+		 * its MRs went first) or misbehaves. */
+		return RH_EPEER;
 	default:
 		return RH_EPEER;
 	}
@@ -242,9 +248,10 @@ static void spin_leave(struct vb_conn *c)
 int rh_vb_wait_for(struct vb_conn *c, vb_ready_fn ready, const void *arg, bool polls_memory,
                    uint64_t deadline_ns)
 {
-	uint64_t spin_end = rh_now_ns() + VB_SPIN_NS;
+	uint64_t spin_end = rh_now_ns() + VB_SPIN_NS, now = 0;
 	bool spinning = true;
 	int rc;
+	unsigned iter = 0;
 	c->spinning++;
 	for (;;) {
 		rh_vb_drain(c);
@@ -252,11 +259,20 @@ int rh_vb_wait_for(struct vb_conn *c, vb_ready_fn ready, const void *arg, bool p
 			rc = RH_OK;
 			break;
 		}
+		/* Before waiting on anything, hand back the credits of
+		 * messages we consumed: the peer may be blocked on them while
+		 * we wait for it (both sending, say), and batching would
+		 * otherwise hold them back forever. */
+		if (iter == 0 && c->user_posted != c->user_reported)
+			rh_vb_report(c);
 		if (c->dead) {
 			rc = c->dead;
 			break;
 		}
-		uint64_t now = rh_now_ns();
+		/* Reading the clock can cost more than polling the CQ (it is
+		 * a system call on hosts without a usable TSC): not every spin. */
+		if (!spinning || iter++ % 16 == 0)
+			now = rh_now_ns();
 		if (now >= deadline_ns) {
 			rc = RH_ETIMEDOUT;
 			break;
@@ -269,9 +285,14 @@ int rh_vb_wait_for(struct vb_conn *c, vb_ready_fn ready, const void *arg, bool p
 			continue;
 		}
 		if (spinning) {
+			/* Going to sleep: whoever wakes us needs the CQ event. */
 			spinning = false;
 			spin_leave(c);
-			continue; /* look again after the final drain */
+			if (c->spinning == 0 && !c->armed) {
+				ibv_req_notify_cq(c->cq, 0);
+				c->armed = true;
+			}
+			continue; /* drain once more: arming raised nothing */
 		}
 		uint64_t left = deadline_ns - now;
 		if (polls_memory && left > VB_SLICE_NS)

@@ -238,8 +238,6 @@ static bool have_msg(struct vb_conn *c, const void *arg)
 int rh_vb_recv_msg(struct vb_conn *c, uint32_t kind, void *buf, size_t cap, size_t *len,
                    uint64_t deadline_ns, rh_error *err)
 {
-	if (c->ready_n == 0 && c->user_posted != c->user_reported)
-		rh_vb_report(c); /* about to wait: make sure the peer can send */
 	int rc = rh_vb_wait_for(c, have_msg, NULL, false, deadline_ns);
 	if (rc == RH_ETIMEDOUT)
 		return rh_err_set(err, rc, "verbs: no message within the timeout");

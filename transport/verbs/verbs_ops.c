@@ -320,7 +320,15 @@ static int vb_wait(rh_tp_conn *base, uint64_t wr_id, int timeout_ms, rh_error *e
 
 static int vb_fd(rh_tp_conn *base)
 {
-	return ((struct vb_conn *)base)->appfd;
+	struct vb_conn *c = (struct vb_conn *)base;
+	pthread_mutex_lock(&c->mu);
+	if (!c->appfd_used) {
+		c->appfd_used = true;
+		if (c->ndone > 0 || c->ready_n > 0 || c->dead)
+			rh_vb_app_notify(c);
+	}
+	pthread_mutex_unlock(&c->mu);
+	return c->appfd;
 }
 
 const struct rh_tp_provider rh_tp_verbs = {

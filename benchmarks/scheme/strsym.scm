@@ -1,0 +1,15 @@
+; String and symbol churn: building strings, interning symbols (the heap
+; symbol table grows), association lists keyed by symbols, string->number.
+(define (key i) (string->symbol (string-append "key-" (number->string (modulo i 5000)))))
+(define table (make-vector 256 '()))
+(define (hash s) (modulo (string-length (symbol->string s)) 256))
+(define (put! k v)
+  (let* ((h (hash k)) (e (assq k (vector-ref table h))))
+    (if e (set-cdr! e v) (vector-set! table h (cons (cons k v) (vector-ref table h))))))
+(define (join l) (if (null? l) "" (string-append (car l) "," (join (cdr l)))))
+(do ((i 0 (+ i 1))) ((= i 60000))
+  (put! (key i) (join (list (number->string i) (symbol->string (key (* i 7))) "x"))))
+(define count (let loop ((h 0) (n 0)) (if (= h 256) n (loop (+ h 1) (+ n (length (vector-ref table h)))))))
+(display "keys ") (display count) (newline)
+(define total (let loop ((i 0) (s 0)) (if (= i 5000) s (loop (+ i 1) (+ s (string-length (cdr (assq (key i) (vector-ref table (hash (key i)))))))))))
+(display "total length ") (display total) (newline)

@@ -1,0 +1,173 @@
+/* Writes the seed corpora under DIR (tests/fuzz/corpus) from the encoders
+ * themselves, so the seeds are valid by construction:
+ *   DIR/typetab/  type tables from rh_typetab_to_json
+ *   DIR/proto/    one message of each type from rh_msg_encode
+ *   DIR/auth/     one script per fuzz_auth scenario
+ * The config seeds are hand-written JSON and live in the tree as they are.
+ *
+ * Usage: rh-fuzz-seeds DIR
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/common.h"
+#include "gc/proto.h"
+#include "gc/types.h"
+#include "transport/auth.h"
+
+static const char *root;
+
+static void write_seed(const char *sub, const char *name, const void *buf, size_t len)
+{
+	char path[4096];
+	snprintf(path, sizeof path, "%s/%s/%s", root, sub, name);
+	FILE *f = fopen(path, "wb");
+	if (!f || fwrite(buf, 1, len, f) != len || fclose(f) != 0)
+		rh_panic("cannot write %s (does the directory exist?)", path);
+}
+
+static void add(rh_type_table *t, rh_type_desc d)
+{
+	rh_error err = {0};
+	if (!rh_typetab_add(t, &d, &err))
+		rh_panic("seed type %s: %s", d.name, err.msg);
+}
+
+static void typetab_seeds(void)
+{
+	static const uint32_t pair[] = {8, 16}, rec[] = {0, 16}, fixed[] = {24};
+	rh_type_table t;
+	if (rh_typetab_init(&t))
+		rh_panic("out of memory");
+	char *s = rh_typetab_to_json(&t); /* the empty table */
+	write_seed("typetab", "empty.json", s, strlen(s));
+	free(s);
+	add(&t, (rh_type_desc){.name = "pair", .size = 24, .ptr_offsets = pair, .n_ptrs = 2});
+	s = rh_typetab_to_json(&t);
+	write_seed("typetab", "fixed.json", s, strlen(s));
+	free(s);
+	add(&t, (rh_type_desc){.name = "vector", .layout = RH_LAYOUT_REF_ARRAY, .size = 16});
+	add(&t, (rh_type_desc){.name = "string", .layout = RH_LAYOUT_BYTE_ARRAY, .size = 16});
+	add(&t, (rh_type_desc){.name = "entries",
+	                       .layout = RH_LAYOUT_RECORD_ARRAY,
+	                       .size = 32,
+	                       .elem_size = 24,
+	                       .ptr_offsets = fixed,
+	                       .n_ptrs = 1,
+	                       .elem_ptr_offsets = rec,
+	                       .n_elem_ptrs = 2});
+	s = rh_typetab_to_json(&t);
+	write_seed("typetab", "all-layouts.json", s, strlen(s));
+	free(s);
+	rh_typetab_free(&t);
+}
+
+static void proto_seed(const char *name, const rh_msg *m)
+{
+	uint8_t buf[RH_PROTO_MAX];
+	size_t n = rh_msg_encode(m, buf, sizeof buf);
+	if (!n)
+		rh_panic("seed message %s does not encode", name);
+	write_seed("proto", name, buf, n);
+}
+
+static void proto_seeds(void)
+{
+	static const char types_json[] = "{\"version\":1,\"types\":[]}";
+	static const uint32_t regions[] = {0, 7, 4096};
+	rh_msg m = {.type = RH_MSG_HELLO, .seq = 1};
+	m.u.hello = (rh_msg_hello){.partition = 1,
+	                           .heap_base = 0x400000000000ull,
+	                           .heap_size = 1ull << 30,
+	                           .region_size = 1ull << 20,
+	                           .part_base = 0x400020000000ull,
+	                           .part_size = 1ull << 29};
+	proto_seed("hello", &m);
+	m = (rh_msg){.type = RH_MSG_TYPES, .seq = 2};
+	m.u.types = (rh_msg_types){.offset = 0,
+	                           .total = sizeof types_json - 1,
+	                           .len = sizeof types_json - 1,
+	                           .bytes = (const uint8_t *)types_json};
+	proto_seed("types", &m);
+	m = (rh_msg){.type = RH_MSG_HELLO_OK, .seq = 3};
+	m.u.hello_ok =
+	        (rh_msg_hello_ok){.meta_base = 0x7f0000000000ull, .meta_size = 1 << 20, .pid = 42};
+	proto_seed("hello_ok", &m);
+	m = (rh_msg){.type = RH_MSG_ERROR, .seq = 4};
+	m.u.error.code = RH_ERANGE;
+	strcpy(m.u.error.text, "partition 1 is outside the heap");
+	proto_seed("error", &m);
+	m = (rh_msg){.type = RH_MSG_FREE, .seq = 5};
+	m.u.free = (rh_msg_free){.n = 3, .regions = (const uint8_t *)regions};
+	proto_seed("free", &m);
+	m = (rh_msg){.type = RH_MSG_PING, .seq = 6};
+	m.u.ping = (rh_msg_ping){.seq = 9, .time_ns = 123456789};
+	proto_seed("ping", &m);
+	m.type = RH_MSG_PONG;
+	proto_seed("pong", &m);
+	m = (rh_msg){.type = RH_MSG_BYE, .seq = 8};
+	proto_seed("bye", &m);
+}
+
+/* fuzz_auth scripts: the scenario byte, then (impostor) segments of the
+ * form "control byte, bytes" or (man in the middle) XOR masks. */
+static void auth_seeds(void)
+{
+	struct rh_auth a;
+	rh_error err = {0};
+	uint8_t buf[1 + 2 * (1 + RH_AUTH_CHALLENGE_LEN)];
+	if (rh_auth_init(&a, RH_AUTH_CONNECTOR, (const uint8_t *)"seed", 4, &err))
+		rh_panic("auth: %s", err.msg);
+
+	/* Impostor against a listener: a well-formed HELLO, then a zero proof. */
+	uint8_t hello[RH_AUTH_HELLO_LEN];
+	rh_auth_hello(&a, hello);
+	size_t n = 0;
+	buf[n++] = 0;
+	buf[n++] = (RH_AUTH_HELLO_LEN - 1) << 1;
+	memcpy(buf + n, hello, RH_AUTH_HELLO_LEN);
+	n += RH_AUTH_HELLO_LEN;
+	buf[n++] = (RH_AUTH_PROOF_LEN - 1) << 1;
+	memset(buf + n, 0, RH_AUTH_PROOF_LEN);
+	n += RH_AUTH_PROOF_LEN;
+	write_seed("auth", "listener-hello", buf, n);
+
+	/* Impostor against a connector: a CHALLENGE whose nonce and proof are
+	 * replayed from the connector's own HELLO (a reflection attempt). */
+	n = 0;
+	buf[n++] = 1;
+	buf[n++] = 15 << 1;
+	memcpy(buf + n, "RHTPCHAL\1\0\0\0\0\0\0\0", 16);
+	n += 16;
+	buf[n++] = (63 << 1) | 1;
+	buf[n++] = 16;
+	buf[n++] = (3 << 1);
+	memset(buf + n, 0, 4);
+	n += 4;
+	write_seed("auth", "connector-reflect", buf, n);
+
+	/* Man in the middle, same secret: no tampering, then one flipped bit in
+	 * the listener's nonce. */
+	memset(buf, 0, sizeof buf);
+	buf[0] = 2;
+	write_seed("auth", "mitm-clean", buf, 1);
+	buf[1 + RH_AUTH_HELLO_LEN + 16] = 0x01;
+	write_seed("auth", "mitm-flip-nonce", buf, 1 + RH_AUTH_HELLO_LEN + 17);
+	buf[0] = 3;
+	write_seed("auth", "mitm-foreign", buf, 1);
+	rh_auth_fini(&a);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 2) {
+		fprintf(stderr, "usage: %s CORPUS_DIR\n", argv[0]);
+		return 2;
+	}
+	root = argv[1];
+	typetab_seeds();
+	proto_seeds();
+	auth_seeds();
+	return 0;
+}

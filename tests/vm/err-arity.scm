@@ -1,0 +1,2 @@
+(define (two a b) (+ a b))
+(two 1)

@@ -1,0 +1,2 @@
+(display "ok") (newline)
+(display "unterminated

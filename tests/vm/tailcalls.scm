@@ -1,0 +1,27 @@
+; Proper tail calls: these run with --max-depth 200, so any tail call that
+; nested a C evaluation would fail with "recursion too deep".
+(define (count-up n) (let loop ((i 0)) (if (< i n) (loop (+ i 1)) i)))
+(display (count-up 1000000)) (newline)
+(define (my-even? n) (if (= n 0) #t (my-odd? (- n 1))))
+(define (my-odd? n) (if (= n 0) #f (my-even? (- n 1))))
+(display (my-even? 300001)) (newline)
+; tail positions inside cond, and, or, when, unless, begin, let, let*, letrec, do
+(define (t-cond n) (cond ((= n 0) 'done) (else (t-cond (- n 1)))))
+(define (t-and n) (and #t (if (= n 0) 'done (t-and (- n 1)))))
+(define (t-or n) (or #f (if (= n 0) 'done (t-or (- n 1)))))
+(define (t-when n) (if (= n 0) 'done (when #t (t-when (- n 1)))))
+(define (t-unless n) (if (= n 0) 'done (unless #f (t-unless (- n 1)))))
+(define (t-begin n) (if (= n 0) 'done (begin 1 (t-begin (- n 1)))))
+(define (t-let n) (if (= n 0) 'done (let ((m (- n 1))) (t-let m))))
+(define (t-let* n) (if (= n 0) 'done (let* ((m (- n 1))) (t-let* m))))
+(define (t-letrec n) (if (= n 0) 'done (letrec ((m (- n 1))) (t-letrec m))))
+(define (t-apply n) (if (= n 0) 'done (t-apply (- n 1))))
+(display (map (lambda (f) (f 100000)) (list t-cond t-and t-or t-when t-unless t-begin t-let t-let* t-letrec t-apply)))
+(newline)
+(display (do ((i 0 (+ i 1)) (s 0 (+ s i))) ((= i 100000) s))) (newline)
+; accumulate a long list with a tail-recursive loop, then walk it
+(define (build n acc) (if (= n 0) acc (build (- n 1) (cons n acc))))
+(define big (build 200000 '()))
+(display (length big)) (newline)
+(define (sum l acc) (if (null? l) acc (sum (cdr l) (+ acc (car l)))))
+(display (sum big 0)) (newline)
