@@ -34,6 +34,7 @@ typedef struct server {
 	uint32_t types_total, types_have;
 	uint8_t msg[RH_PROTO_MAX];
 	uint64_t next_status_ns;
+	uint16_t port; /* where it listens (resolved if port 0 was asked) */
 } server;
 
 static void write_status(server *s)
@@ -44,10 +45,11 @@ static void write_status(server *s)
 	rh_server_status st = s->st;
 	pthread_mutex_unlock(&s->st_lock);
 	json_t *j = json_pack(
-	        "{s:s, s:i, s:s, s:I, s:I, s:I, s:I, s:I, s:I}", "state", st.state, "pid",
-	        (int)getpid(), "peer", st.peer, "index", (json_int_t)s->o->index, "regions_hosted",
-	        (json_int_t)st.regions_hosted, "bytes_held", (json_int_t)rh_host_resident(&s->host),
-	        "bytes_traced", (json_int_t)st.bytes_traced, "last_heartbeat_ms_ago",
+	        "{s:s, s:i, s:i, s:s, s:I, s:I, s:I, s:I, s:I, s:I}", "state", st.state, "pid",
+	        (int)getpid(), "port", (int)s->port, "peer", st.peer, "index",
+	        (json_int_t)s->o->index, "regions_hosted", (json_int_t)st.regions_hosted,
+	        "bytes_held", (json_int_t)rh_host_resident(&s->host), "bytes_traced",
+	        (json_int_t)st.bytes_traced, "last_heartbeat_ms_ago",
 	        (json_int_t)(st.last_heartbeat_ns ? (rh_now_ns() - st.last_heartbeat_ns) / 1000000
 	                                          : 0),
 	        "regions_freed", (json_int_t)st.regions_freed);
@@ -306,8 +308,9 @@ int rh_server_run(const rh_server_opts *o, rh_error *err)
 	uint16_t port = o->listen_host ? o->listen_port : cfg->servers[o->index].port;
 	if ((rc = rh_tp_listen(&s->topts, host, port, &s->listener, err)) != RH_OK)
 		goto out;
+	s->port = rh_tp_listener_port(s->listener);
 	rh_log(RH_LOG_INFO, "tracerd", "partition %u listening on %s:%u (%s)", o->index, host,
-	       rh_tp_listener_port(s->listener), cfg->provider);
+	       s->port, cfg->provider);
 	set_state(s, "waiting", "");
 	uint64_t deadline = o->accept_timeout_ms < 0
 	                            ? UINT64_MAX

@@ -33,7 +33,8 @@ static uintptr_t eden_carve(rh_heap *h, size_t bytes, bool *limit)
 		r->top = end;
 		h->eden_cur = 0;
 	}
-	if (h->n_eden >= h->eden_limit) {
+	/* Survivor regions are eden too, but not allocation space. */
+	if (h->n_eden - h->n_surv >= h->eden_limit) {
 		*limit = true;
 		return 0;
 	}

@@ -246,7 +246,7 @@ static uintptr_t dest_alloc(rh_heap *h, size_t bytes)
 		d->top = end;
 		h->dest_region = 0;
 	}
-	int64_t i = rh_region_take(h, RH_REGION_OLD);
+	int64_t i = rh_region_take_dest(h, RH_REGION_OLD);
 	if (i < 0)
 		return 0;
 	rh_region *d = &h->regions[i];
@@ -254,6 +254,33 @@ static uintptr_t dest_alloc(rh_heap *h, size_t bytes)
 	d->top = d->start + bytes;
 	d->live_bytes = bytes;
 	h->dest_region = (uint32_t)i + 1;
+	return d->start;
+}
+
+/* A survivor region of the given age (1 .. RH_TENURE-1) for this pause. */
+static uintptr_t surv_alloc(rh_heap *h, size_t bytes, uint32_t age)
+{
+	uint32_t *cur = &h->surv_dest[age];
+	if (*cur) {
+		rh_region *d = &h->regions[*cur - 1];
+		uintptr_t end = d->start + h->region_size;
+		if (end - d->top >= bytes) {
+			uintptr_t p = d->top;
+			d->top += bytes;
+			d->live_bytes += bytes;
+			return p;
+		}
+		*cur = 0; /* the tail stays unused: nothing allocates in it */
+	}
+	int64_t i = rh_region_take_dest(h, RH_REGION_EDEN);
+	if (i < 0)
+		return dest_alloc(h, bytes); /* no room to age: promote */
+	rh_region *d = &h->regions[i];
+	d->survivals = age;
+	d->live_known = 1;
+	d->top = d->start + bytes;
+	d->live_bytes = bytes;
+	*cur = (uint32_t)i + 1;
 	return d->start;
 }
 
@@ -276,7 +303,11 @@ static void evacuate(rh_gc *g)
 		if (r->retain || (hd & RH_GC_PINNED))
 			continue;
 		size_t bytes = rh_hdr_bytes(hd);
-		uintptr_t to = dest_alloc(h, bytes);
+		uint32_t age = r->survivals + 1;
+		uintptr_t to =
+		        g->kind == RH_GC_PARTIAL && r->kind == RH_REGION_EDEN && age < RH_TENURE
+		                ? surv_alloc(h, bytes, age)
+		                : dest_alloc(h, bytes);
 		if (!to) {
 			/* Out of space: the object and its region stay in place. */
 			r->retain = 1;
@@ -304,7 +335,13 @@ static void fix_field(void *ctx, void **slot)
 	rh_heap *h = ctx;
 	uintptr_t v = forwarded(h, (uintptr_t)*slot);
 	*slot = (void *)v;
-	if (rh_is_ref(h, v) && rh_region_index(h, v) != rh_region_index(h, (uintptr_t)slot))
+	if (!rh_is_ref(h, v))
+		return;
+	uint32_t si = rh_region_index(h, (uintptr_t)slot);
+	/* New survivor regions (eden kind, outside the set) need no entries:
+	 * they are always traced. Kept eden regions become old: they do. */
+	if (si != rh_region_index(h, v) &&
+	    (h->regions[si].kind != RH_REGION_EDEN || h->in_cset[si]))
 		rh_remember(h, (uintptr_t)slot, v);
 }
 
@@ -468,6 +505,10 @@ static void reclaim(rh_gc *g)
 	}
 	h->remset_cards = cards;
 	h->eden_cur = 0;
+	/* The eden regions left are this pause's survivor regions. */
+	for (uint32_t a = 0; a < RH_TENURE; a++)
+		h->surv_dest[a] = 0;
+	h->n_surv = h->n_eden;
 	if (h->remote && h->n_freed) {
 		rh_error e;
 		/* Until its host confirms, a freed region's old bytes could

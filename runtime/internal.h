@@ -35,6 +35,10 @@
 #define RH_MUTATOR_DEAD 0x646561646d757461ull
 #define RH_BQ_CAP 1024    /* barrier queue entries per buffer */
 #define RH_GC_PINNED 2ull /* header gc bit: conservatively referenced */
+/* Eden objects are promoted to old regions after surviving this many
+ * partial collections; until then they are copied between survivor
+ * regions (eden kind, collected with eden every time). */
+#define RH_TENURE 3
 
 enum rh_mstate {
 	RH_M_RUNNING = 0,
@@ -138,8 +142,10 @@ struct rh_heap {
 	double survival;          /* share of eden that survives a partial collection */
 	uint64_t live_after_full; /* bytes marked by the last full collection */
 	bool full_due;            /* the old generation outgrew its bound: next pause is full */
-	uint32_t dest_region;     /* region index + 1 receiving survivors */
-	uint64_t gc_index;        /* index of the collection in progress, for events */
+	uint32_t dest_region;     /* region index + 1 receiving promoted objects */
+	uint32_t surv_dest[RH_TENURE]; /* per age: survivor region index + 1, this pause */
+	uint32_t n_surv;               /* survivor regions (eden kind) left by the last pause */
+	uint64_t gc_index;             /* index of the collection in progress, for events */
 
 	rh_event_fn event_fn;
 	void *event_data;
@@ -179,8 +185,11 @@ static inline bool rh_is_ref(const rh_heap *h, uintptr_t v)
 {
 	return (v & 7) == 0 && v - h->base < h->size;
 }
-/* Take a free region (alloc_lock held); -1 if none. */
+/* Take a free region (alloc_lock held); -1 if none. Eden and humongous
+ * regions come back zeroed. */
 int64_t rh_region_take(rh_heap *h, rh_region_kind kind);
+/* The same for a copy destination: not zeroed (never read past its top). */
+int64_t rh_region_take_dest(rh_heap *h, rh_region_kind kind);
 /* Take `n` contiguous free regions for a humongous object; -1 if none. */
 int64_t rh_region_take_span(rh_heap *h, uint32_t n);
 /* Return a region (and a humongous span) to the free list, dropping its

@@ -3,6 +3,8 @@
 #include <sys/mman.h>
 
 #include "gc/bitmap.h"
+#include <stdbool.h>
+
 #include "runtime/internal.h"
 
 static void set_kind(rh_heap *h, rh_region *r, rh_region_kind kind)
@@ -53,13 +55,25 @@ static void make_zero(rh_heap *h, rh_region *r)
 	}
 }
 
+static int64_t take(rh_heap *h, rh_region_kind kind, bool zero);
+
 int64_t rh_region_take(rh_heap *h, rh_region_kind kind)
+{
+	return take(h, kind, kind != RH_REGION_OLD);
+}
+
+int64_t rh_region_take_dest(rh_heap *h, rh_region_kind kind)
+{
+	return take(h, kind, false);
+}
+
+static int64_t take(rh_heap *h, rh_region_kind kind, bool zero)
 {
 	if (h->n_free == 0)
 		return -1;
 	uint32_t i = h->free_list[--h->n_free];
 	rh_region *r = &h->regions[i];
-	if (kind != RH_REGION_OLD) {
+	if (zero) {
 		make_zero(h, r);
 	} else if (r->warm) {
 		r->warm = 0; /* dirty_end stays: the bytes are still there */

@@ -9,7 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -69,6 +72,20 @@ static int is_local(const char *host)
 	       !strncmp(host, "127.", 4);
 }
 
+static int free_port(void)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof a;
+	int port = -1;
+	if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+		port = ntohs(a.sin_port);
+	if (fd >= 0)
+		close(fd);
+	return port;
+}
+
 /* The shipped default: two shm tracers on this host, a fresh secret. */
 static int make_default(ctl *c)
 {
@@ -87,8 +104,11 @@ static int make_default(ctl *c)
 	if (fd < 0 || write(fd, hex, strlen(hex)) != (ssize_t)strlen(hex))
 		return die("writing %s: %s", secret_path, strerror(errno));
 	close(fd);
-	/* Ports from the pid: two default clusters at once do not collide. */
-	int port = 21000 + (int)(getpid() % 20000) * 2;
+	/* Free ports, picked by the kernel: two default clusters at once do
+	 * not collide. */
+	int port = free_port(), port2 = free_port();
+	if (port < 0 || port2 < 0)
+		return die("cannot find free ports on 127.0.0.1");
 	FILE *f = fopen(c->config, "w");
 	if (!f)
 		return die("writing %s: %s", c->config, strerror(errno));
@@ -98,7 +118,7 @@ static int make_default(ctl *c)
 	        "  \"secret_file\": \"default.secret\",\n"
 	        "  \"servers\": [\n    {\"host\": \"127.0.0.1\", \"port\": %d},\n"
 	        "    {\"host\": \"127.0.0.1\", \"port\": %d}\n  ]\n}\n",
-	        port, port + 1);
+	        port, port2);
 	fclose(f);
 	return 0;
 }

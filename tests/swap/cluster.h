@@ -24,12 +24,44 @@ typedef struct cluster {
 	int port[8];
 } cluster;
 
-/* Ports from the pid, so that concurrent test binaries do not collide. */
-static inline int cluster_port(int i)
+static inline int cluster_write_config(cluster *c, const char *provider,
+                                       unsigned long long heap_mib, double cache,
+                                       unsigned timeout_ms, const char *extra_gc)
 {
-	return 20000 + (int)(getpid() % 20000) * 2 + i;
+	FILE *f = fopen(c->config, "w");
+	if (!f)
+		return -1;
+	fprintf(f,
+	        "{\"heap\": {\"size\": \"%lluMiB\"}, \"cache\": {\"fraction\": %g},\n"
+	        " \"transport\": {\"provider\": \"%s\", \"timeout_ms\": %u},\n"
+	        " \"secret_file\": \"secret\", \"gc\": {%s},\n \"servers\": [",
+	        heap_mib, cache, provider, timeout_ms, extra_gc ? extra_gc : "");
+	for (int i = 0; i < c->n; i++)
+		fprintf(f, "%s{\"host\": \"127.0.0.1\", \"port\": %d}", i ? ", " : "", c->port[i]);
+	fprintf(f, "]}\n");
+	fclose(f);
+	return 0;
 }
 
+/* The port tracer i listens on, from its status file; -1 until it is up. */
+static inline int cluster_read_port(cluster *c, int i)
+{
+	char path[400], buf[1024];
+	snprintf(path, sizeof path, "%s/status-%d", c->dir, i);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return -1;
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	char *p = strstr(buf, "\"port\":");
+	return p ? atoi(p + 7) : -1;
+}
+
+/* Tracers listen on ports the kernel picks (--listen 127.0.0.1:0) and
+ * report them in their status files; the CPU server's config is then
+ * written with those ports. Ports picked in advance could collide with a
+ * concurrent run. */
 static inline int cluster_start(cluster *c, const char *tracerd, const char *provider, int n,
                                 unsigned long long heap_mib, double cache, unsigned timeout_ms,
                                 const char *extra_gc)
@@ -45,35 +77,35 @@ static inline int cluster_start(cluster *c, const char *tracerd, const char *pro
 		return -1;
 	close(fd);
 	snprintf(c->config, sizeof c->config, "%s/heap.json", c->dir);
-	FILE *f = fopen(c->config, "w");
-	if (!f)
-		return -1;
-	fprintf(f,
-	        "{\"heap\": {\"size\": \"%lluMiB\"}, \"cache\": {\"fraction\": %g},\n"
-	        " \"transport\": {\"provider\": \"%s\", \"timeout_ms\": %u},\n"
-	        " \"secret_file\": \"secret\", \"gc\": {%s},\n \"servers\": [",
-	        heap_mib, cache, provider, timeout_ms, extra_gc ? extra_gc : "");
-	for (int i = 0; i < n; i++) {
-		c->port[i] = cluster_port(i);
-		fprintf(f, "%s{\"host\": \"127.0.0.1\", \"port\": %d}", i ? ", " : "", c->port[i]);
-	}
-	fprintf(f, "]}\n");
-	fclose(f);
 	c->n = n;
+	for (int i = 0; i < n; i++)
+		c->port[i] = 1 + i; /* placeholders: the tracers listen elsewhere */
+	if (cluster_write_config(c, provider, heap_mib, cache, timeout_ms, extra_gc) < 0)
+		return -1;
 	for (int i = 0; i < n; i++) {
 		pid_t p = fork();
 		if (p < 0)
 			return -1;
 		if (p == 0) {
-			char idx[16];
+			char idx[16], status[400];
 			snprintf(idx, sizeof idx, "%d", i);
+			snprintf(status, sizeof status, "%s/status-%d", c->dir, i);
 			execl(tracerd, tracerd, "--config", c->config, "--index", idx,
-			      "--foreground", "--wait-ms", "60000", (char *)NULL);
+			      "--foreground", "--listen", "127.0.0.1:0", "--status", status,
+			      "--wait-ms", "60000", (char *)NULL);
 			_exit(127);
 		}
 		c->pid[i] = p;
 	}
-	return 0;
+	for (int i = 0; i < n; i++) {
+		int port = -1;
+		for (int t = 0; t < 500 && (port = cluster_read_port(c, i)) <= 0; t++)
+			usleep(10000);
+		if (port <= 0)
+			return -1;
+		c->port[i] = port;
+	}
+	return cluster_write_config(c, provider, heap_mib, cache, timeout_ms, extra_gc);
 }
 
 /* Open the heap, retrying while the tracers start listening. */

@@ -9,11 +9,12 @@ equal NAME.status (default 0); every line of NAME.err, if present, must
 occur in its stderr. NAME.args holds extra command-line flags.
 
 With --rheapctl, the program runs on a disaggregated heap: a config with
-two shm memory servers on 127.0.0.1 (ports from the PID), a 64 MiB heap and
+two shm memory servers on 127.0.0.1 (free ports picked by the kernel), a 64 MiB heap and
 a 25 % cache is written to a temporary directory with its secret, and the
 program is started by `rheapctl run --config CFG -- ...`.
 """
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -29,19 +30,26 @@ def read(path, default=None):
         return default
 
 
+def free_port():
+    # The kernel picks a port nobody uses now; PID-derived ports collide
+    # across concurrent runs.
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def cluster_config(tmp):
     secret = os.path.join(tmp, "secret")
     fd = os.open(secret, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     os.write(fd, os.urandom(24).hex().encode() + b"\n")
     os.close(fd)
-    base = 30000 + (os.getpid() % 10000) * 2
     cfg = os.path.join(tmp, "heap.json")
     with open(cfg, "w", encoding="utf-8") as f:
         f.write('{"heap": {"size": "64MiB"}, "cache": {"fraction": 0.25},\n'
                 ' "transport": {"provider": "shm", "timeout_ms": 5000},\n'
                 ' "secret_file": "secret", "gc": {"verify": true},\n'
                 ' "servers": [{"host": "127.0.0.1", "port": %d},'
-                ' {"host": "127.0.0.1", "port": %d}]}\n' % (base, base + 1))
+                ' {"host": "127.0.0.1", "port": %d}]}\n' % (free_port(), free_port()))
     return cfg
 
 
