@@ -46,7 +46,8 @@ static uint64_t xorshift(uint64_t *s)
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
-		fprintf(stderr, "usage: %s TRACERD PROVIDER [--cache-mib N] [--json FILE]\n", argv[0]);
+		fprintf(stderr, "usage: %s TRACERD PROVIDER [--cache-mib N] [--json FILE]\n",
+		        argv[0]);
 		return 2;
 	}
 	const char *tracerd = argv[1], *provider = argv[2], *json_path = NULL;
@@ -70,7 +71,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	void *base = mmap((void *)cfg.heap_base, cfg.heap_size, PROT_READ | PROT_WRITE,
-			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+	                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
 	if (base != (void *)cfg.heap_base) {
 		perror("mmap");
 		return 1;
@@ -85,13 +86,13 @@ int main(int argc, char **argv)
 	size_t n_hosts;
 	const rh_swap_host *hosts = rh_remote_hosts(r, &n_hosts);
 	rh_swap_opts so = {.base = cfg.heap_base,
-			   .size = cfg.heap_size,
-			   .region_size = cfg.region_size,
-			   .budget = cfg.heap_size / 4,
-			   .readahead = 32,
-			   .timeout_ms = 5000,
-			   .hosts = hosts,
-			   .n_hosts = n_hosts};
+	                   .size = cfg.heap_size,
+	                   .region_size = cfg.region_size,
+	                   .budget = cfg.heap_size / 4,
+	                   .readahead = 32,
+	                   .timeout_ms = 5000,
+	                   .hosts = hosts,
+	                   .n_hosts = n_hosts};
 	rh_swap *s;
 	if (rh_swap_open(&so, &s, &err) != RH_OK) {
 		fprintf(stderr, "swap: %s\n", err.msg);
@@ -120,15 +121,16 @@ int main(int argc, char **argv)
 	/* raw-read: the provider's own 4 KiB READ of pages the tracer holds
 	 * (after the fill: reading holes would add the host's page faults). */
 	uint8_t *buf = mmap(NULL, RH_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-			    -1, 0);
+	                    -1, 0);
 	rh_tp_reg(hosts[0].conn, buf, RH_PAGE_SIZE, -1, 0, RH_TP_LOCAL, &err);
 	double raw[7];
 	for (int k = 0; k < 7; k++) {
 		int n = 1000;
 		t0 = rh_now_ns();
 		for (int i = 0; i < n; i++) {
-			rh_tp_sge sg = {buf, cfg.heap_base + (xorshift(&seed) % pages) * RH_PAGE_SIZE,
-					RH_PAGE_SIZE};
+			rh_tp_sge sg = {buf,
+			                cfg.heap_base + (xorshift(&seed) % pages) * RH_PAGE_SIZE,
+			                RH_PAGE_SIZE};
 			rh_tp_read(hosts[0].conn, &sg, 1, 1u << 30, &err);
 			rh_tp_wait(hosts[0].conn, 1u << 30, 5000, &err);
 		}
@@ -145,7 +147,8 @@ int main(int argc, char **argv)
 		uint64_t spent = 0;
 		for (int i = 0; i < n; i++) {
 			size_t p = xorshift(&seed) % pages;
-			if (rh_swap_page_state(s, cfg.heap_base + p * RH_PAGE_SIZE) != RH_PAGE_EVICTED)
+			if (rh_swap_page_state(s, cfg.heap_base + p * RH_PAGE_SIZE) !=
+			    RH_PAGE_EVICTED)
 				continue;
 			uint64_t a = rh_now_ns();
 			sink += heap[p * RH_PAGE_SIZE];
@@ -179,8 +182,8 @@ int main(int argc, char **argv)
 	rh_swap_stats_get(s, &st);
 
 	double ratio = fault_us / (raw_us + zero_us);
-	printf("swap benchmark: %s, range %llu MiB, cache %llu MiB (1 tracer)\n", provider, heap_mib,
-	       cache_mib);
+	printf("swap benchmark: %s, range %llu MiB, cache %llu MiB (1 tracer)\n", provider,
+	       heap_mib, cache_mib);
 	printf("  %-34s %10.2f us\n", "zero-page fault (INIT)", zero_us);
 	printf("  %-34s %10.2f us\n", "raw 4 KiB READ (provider)", raw_us);
 	printf("  %-34s %10.2f us   %.2fx (raw + zero); target <= 1.3x\n",
@@ -194,13 +197,14 @@ int main(int argc, char **argv)
 
 	if (json_path) {
 		json_t *j = json_pack(
-			"{s:s, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:I}", "provider",
-			provider, "range_mib", (json_int_t)heap_mib, "cache_mib", (json_int_t)cache_mib,
-			"zero_fault_us", zero_us, "raw_read_us", raw_us, "fault_us", fault_us,
-			"fault_ratio", ratio, "random_in_mbs", rn * 4096.0 / 1e6 / rand_s,
-			"seq_scan_ra8_gbs", seq_gbs[0], "seq_scan_ra32_gbs", seq_gbs[1],
-			"evict_mbs", evict_mbs, "bytes_fetched", (json_int_t)st.bytes_fetched,
-			"bytes_evicted", (json_int_t)st.bytes_evicted);
+		        "{s:s, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:I}",
+		        "provider", provider, "range_mib", (json_int_t)heap_mib, "cache_mib",
+		        (json_int_t)cache_mib, "zero_fault_us", zero_us, "raw_read_us", raw_us,
+		        "fault_us", fault_us, "fault_ratio", ratio, "random_in_mbs",
+		        rn * 4096.0 / 1e6 / rand_s, "seq_scan_ra8_gbs", seq_gbs[0],
+		        "seq_scan_ra32_gbs", seq_gbs[1], "evict_mbs", evict_mbs, "bytes_fetched",
+		        (json_int_t)st.bytes_fetched, "bytes_evicted",
+		        (json_int_t)st.bytes_evicted);
 		json_dump_file(j, json_path, JSON_INDENT(2));
 		json_decref(j);
 	}

@@ -24,6 +24,14 @@ typedef struct cluster {
 	int port[8];
 } cluster;
 
+/* Where tracers listen: 127.0.0.1, or RH_TEST_HOST (the Soft-RoCE guest's
+ * RDMA address: rdma_cm cannot use loopback). */
+static inline const char *cluster_host(void)
+{
+	const char *h = getenv("RH_TEST_HOST");
+	return h && *h ? h : "127.0.0.1";
+}
+
 static inline int cluster_write_config(cluster *c, const char *provider,
                                        unsigned long long heap_mib, double cache,
                                        unsigned timeout_ms, const char *extra_gc)
@@ -37,7 +45,8 @@ static inline int cluster_write_config(cluster *c, const char *provider,
 	        " \"secret_file\": \"secret\", \"gc\": {%s},\n \"servers\": [",
 	        heap_mib, cache, provider, timeout_ms, extra_gc ? extra_gc : "");
 	for (int i = 0; i < c->n; i++)
-		fprintf(f, "%s{\"host\": \"127.0.0.1\", \"port\": %d}", i ? ", " : "", c->port[i]);
+		fprintf(f, "%s{\"host\": \"%s\", \"port\": %d}", i ? ", " : "", cluster_host(),
+		        c->port[i]);
 	fprintf(f, "]}\n");
 	fclose(f);
 	return 0;
@@ -87,12 +96,13 @@ static inline int cluster_start(cluster *c, const char *tracerd, const char *pro
 		if (p < 0)
 			return -1;
 		if (p == 0) {
-			char idx[16], status[400];
+			char idx[16], status[400], listen[300];
 			snprintf(idx, sizeof idx, "%d", i);
+			snprintf(listen, sizeof listen, "%s:0", cluster_host());
 			snprintf(status, sizeof status, "%s/status-%d", c->dir, i);
 			execl(tracerd, tracerd, "--config", c->config, "--index", idx,
-			      "--foreground", "--listen", "127.0.0.1:0", "--status", status,
-			      "--wait-ms", "60000", (char *)NULL);
+			      "--foreground", "--listen", listen, "--status", status, "--wait-ms",
+			      "60000", (char *)NULL);
 			_exit(127);
 		}
 		c->pid[i] = p;
