@@ -272,9 +272,16 @@ static uintptr_t surv_alloc(rh_heap *h, size_t bytes, uint32_t age)
 		}
 		*cur = 0; /* the tail stays unused: nothing allocates in it */
 	}
+	/* Survivor space is bounded (a quarter of eden): objects that do not
+	 * fit are promoted, or a phase that keeps most of what it allocates
+	 * would copy the same data again at every pause. */
+	uint32_t max_surv = h->eden_limit / 4 ? h->eden_limit / 4 : 1;
+	if (h->surv_taken >= max_surv)
+		return dest_alloc(h, bytes);
 	int64_t i = rh_region_take_dest(h, RH_REGION_EDEN);
 	if (i < 0)
 		return dest_alloc(h, bytes); /* no room to age: promote */
+	h->surv_taken++;
 	rh_region *d = &h->regions[i];
 	d->survivals = age;
 	d->live_known = 1;
@@ -410,7 +417,7 @@ static void keep_region(rh_gc *g, rh_region *r)
 }
 
 /* Eden about the size of the old generation (young data is allocated in
- * proportion to what survives), at least 16 MiB, at most what the pause
+ * proportion to what survives), at least 8 MiB, at most what the pause
  * budget can copy at the observed survival rate and young_fraction of the
  * free space. The old generation may grow to twice what the last full
  * collection found live before the next full one. */
@@ -429,13 +436,18 @@ static void size_generations(rh_gc *g)
 		h->full_due = false;
 	} else if (g->eden_bytes) {
 		double s = (double)g->copied_bytes / (double)g->eden_bytes;
-		h->survival = 0.5 * h->survival + 0.5 * (s < 1 ? s : 1);
+		h->last_survival = s < 1 ? s : 1;
+		h->survival = 0.5 * h->survival + 0.5 * h->last_survival;
 	}
 	double budget_ns = (double)h->cfg.pause_budget_us * 1000.0;
-	double surv = h->survival > 0.02 ? h->survival : 0.02;
+	/* The worse of the trend and the last pause: survival jumps when a
+	 * program starts building long-lived data. */
+	double surv = h->survival > h->last_survival ? h->survival : h->last_survival;
+	if (surv < 0.02)
+		surv = 0.02;
 	double by_pause = budget_ns * 0.5 / (h->copy_ns_per_byte * surv);
 	double by_free = h->cfg.young_fraction * (double)h->n_free * (double)h->region_size;
-	double target = (double)(old_used > 16 * MIB ? old_used : 16 * MIB);
+	double target = (double)(old_used > 8 * MIB ? old_used : 8 * MIB);
 	if (target > by_pause)
 		target = by_pause;
 	if (target > by_free)
@@ -508,6 +520,7 @@ static void reclaim(rh_gc *g)
 	/* The eden regions left are this pause's survivor regions. */
 	for (uint32_t a = 0; a < RH_TENURE; a++)
 		h->surv_dest[a] = 0;
+	h->surv_taken = 0;
 	h->n_surv = h->n_eden;
 	if (h->remote && h->n_freed) {
 		rh_error e;
@@ -558,6 +571,7 @@ static void collect(rh_heap *h, rh_gc_kind kind)
 	mk->live_bytes = g.live;
 
 	rh_emit(h, kind, RH_PHASE_ROOTS, 1);
+	uint64_t t_work = rh_now_ns();
 	if (h->dest_region && kind == RH_GC_FULL)
 		h->dest_region = 0;
 	choose_set(&g);
@@ -585,22 +599,29 @@ static void collect(rh_heap *h, rh_gc_kind kind)
 	}
 
 	rh_emit(h, kind, RH_PHASE_EVACUATE, 1);
-	uint64_t t0 = rh_now_ns();
 	evacuate(&g);
-	uint64_t evac_ns = rh_now_ns() - t0;
-	if (g.copied_bytes > 65536)
-		h->copy_ns_per_byte =
-		        0.7 * h->copy_ns_per_byte + 0.3 * (double)evac_ns / (double)g.copied_bytes;
 	rh_emit(h, kind, RH_PHASE_EVACUATE, 0);
 
 	rh_emit(h, kind, RH_PHASE_FIXUP, 1);
 	fix_all(&g);
 	rh_emit(h, kind, RH_PHASE_FIXUP, 0);
+	/* What one surviving byte costs a partial pause, marking, copying and
+	 * fixing together: the pause budget is spent at this rate. */
+	if (kind == RH_GC_PARTIAL && g.copied_bytes > 65536)
+		h->copy_ns_per_byte = 0.5 * h->copy_ns_per_byte +
+		                      0.5 * (double)(rh_now_ns() - t_work) / (double)g.copied_bytes;
 
 	rh_emit(h, kind, RH_PHASE_RECLAIM, 1);
 	reclaim(&g);
 	rh_emit(h, kind, RH_PHASE_RECLAIM, 0);
 
+	rh_log(RH_LOG_DEBUG, "gc",
+	       "%s collection %llu: eden %llu KiB, marked %llu KiB, copied %llu KiB, %u regions "
+	       "free, eden limit %u, survival %.2f",
+	       kind == RH_GC_FULL ? "full" : "partial", (unsigned long long)h->gc_index,
+	       (unsigned long long)(g.eden_bytes >> 10),
+	       (unsigned long long)(mk->bytes_marked >> 10),
+	       (unsigned long long)(g.copied_bytes >> 10), h->n_free, h->eden_limit, h->survival);
 	pthread_mutex_lock(&h->stats_lock);
 	h->stats.bytes_copied += g.copied_bytes;
 	h->stats.objects_copied += g.copied_objects;
@@ -652,7 +673,9 @@ static void collect_stopped(rh_heap *h, rh_gc_kind kind, uint64_t t_start)
 		collect(h, kind);
 	}
 	pthread_mutex_unlock(&h->remset_lock);
-	rh_stats_record_pause(h, kind, rh_now_ns() - t_start);
+	uint64_t pause = rh_now_ns() - t_start;
+	rh_stats_record_pause(h, kind, pause);
+	rh_log(RH_LOG_DEBUG, "gc", "pause %.2f ms", (double)pause / 1e6);
 }
 
 int rh_collect_for_alloc(rh_heap *h, rh_mutator *self, int full)

@@ -140,11 +140,13 @@ struct rh_heap {
 	rh_marker marker;
 	double copy_ns_per_byte;  /* measured evacuation cost, for the pause budget */
 	double survival;          /* share of eden that survives a partial collection */
+	double last_survival;     /* the last partial collection's */
 	uint64_t live_after_full; /* bytes marked by the last full collection */
 	bool full_due;            /* the old generation outgrew its bound: next pause is full */
 	uint32_t dest_region;     /* region index + 1 receiving promoted objects */
 	uint32_t surv_dest[RH_TENURE]; /* per age: survivor region index + 1, this pause */
 	uint32_t n_surv;               /* survivor regions (eden kind) left by the last pause */
+	uint32_t surv_taken;           /* survivor regions taken in this pause */
 	uint64_t gc_index;             /* index of the collection in progress, for events */
 
 	rh_event_fn event_fn;
