@@ -272,10 +272,10 @@ static uintptr_t surv_alloc(rh_heap *h, size_t bytes, uint32_t age)
 		}
 		*cur = 0; /* the tail stays unused: nothing allocates in it */
 	}
-	/* Survivor space is bounded (a quarter of eden): objects that do not
+	/* Survivor space is bounded (half of eden): objects that do not
 	 * fit are promoted, or a phase that keeps most of what it allocates
 	 * would copy the same data again at every pause. */
-	uint32_t max_surv = h->eden_limit / 4 ? h->eden_limit / 4 : 1;
+	uint32_t max_surv = h->eden_limit / 2 > 2 ? h->eden_limit / 2 : 2;
 	if (h->surv_taken >= max_surv)
 		return dest_alloc(h, bytes);
 	int64_t i = rh_region_take_dest(h, RH_REGION_EDEN);
@@ -458,8 +458,6 @@ static void size_generations(rh_gc *g)
 	uint64_t bound = 2 * h->live_after_full;
 	if (bound < 16 * MIB)
 		bound = 16 * MIB;
-	if (bound < h->size / 16)
-		bound = h->size / 16;
 	if (g->kind == RH_GC_PARTIAL && old_used > bound)
 		h->full_due = true;
 }
