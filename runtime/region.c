@@ -122,27 +122,28 @@ int64_t rh_region_take_span(rh_heap *h, uint32_t n)
 
 static void release_one(rh_heap *h, rh_region *r, bool keep_warm)
 {
-	/* Pages go back to the OS (and the memory server, told after the
-	 * collection), except a pool of about eden's size on a local heap:
-	 * dropping and re-faulting those would cost a page fault per 4 KiB
-	 * allocated. */
-	if (h->swap) {
+	/* Pages go back to the OS (and to the memory server, told after the
+	 * collection), except a pool of about eden's size: dropping and
+	 * re-faulting those would cost a page fault per 4 KiB allocated (a
+	 * userfaultfd round trip on a disaggregated heap). A warm region holds
+	 * garbage until eden reuses it, and reuse zeroes it through the normal
+	 * page protocol, so its copy on the memory server need not match. */
+	uintptr_t end = r->start + h->region_size;
+	uintptr_t used = r->top < end ? r->top : end;
+	if (used > r->dirty_end)
+		r->dirty_end = used;
+	if (r->kind == RH_REGION_HUMONGOUS_CONT || r->kind == RH_REGION_HUMONGOUS)
+		r->dirty_end = end; /* the object's bytes span the region */
+	if (keep_warm && h->n_warm < h->warm_limit) {
+		r->warm = 1;
+		h->n_warm++;
+	} else if (h->swap) {
 		rh_swap_region_freed(h->swap, r->index);
 		h->freed[h->n_freed++] = r->index;
+		r->dirty_end = r->start;
 	} else {
-		uintptr_t end = r->start + h->region_size;
-		uintptr_t used = r->top < end ? r->top : end;
-		if (used > r->dirty_end)
-			r->dirty_end = used;
-		if (r->kind == RH_REGION_HUMONGOUS_CONT || r->kind == RH_REGION_HUMONGOUS)
-			r->dirty_end = end; /* the object's bytes span the region */
-		if (keep_warm && h->n_warm < h->warm_limit) {
-			r->warm = 1;
-			h->n_warm++;
-		} else {
-			madvise((void *)r->start, h->region_size, MADV_DONTNEED);
-			r->dirty_end = r->start;
-		}
+		madvise((void *)r->start, h->region_size, MADV_DONTNEED);
+		r->dirty_end = r->start;
 	}
 	rh_remset_free(&r->remset);
 	r->top = r->old_top = r->start;
