@@ -71,6 +71,18 @@ static int64_t take(rh_heap *h, rh_region_kind kind, bool zero)
 {
 	if (h->n_free == 0)
 		return -1;
+	/* Eden prefers a warm region: its pages are mapped (and resident on a
+	 * disaggregated heap), where a dropped one costs a fault per page. */
+	if (zero && h->n_warm && !h->regions[h->free_list[h->n_free - 1]].warm) {
+		for (uint32_t k = h->n_free - 1; k-- > 0;) {
+			if (h->regions[h->free_list[k]].warm) {
+				uint32_t t = h->free_list[k];
+				h->free_list[k] = h->free_list[h->n_free - 1];
+				h->free_list[h->n_free - 1] = t;
+				break;
+			}
+		}
+	}
 	uint32_t i = h->free_list[--h->n_free];
 	rh_region *r = &h->regions[i];
 	if (zero) {
