@@ -230,37 +230,12 @@ static void choose_set(rh_gc *g)
 
 /* ---------------------------------------------------------------- evacuation */
 
-static uintptr_t dest_alloc(rh_heap *h, size_t bytes)
+/* Bump-allocate `bytes` in the copy destination *cur (region index + 1), or
+ * in a fresh region of `kind` taken for it; 0 when none is free. A full old
+ * destination's tail becomes a filler (old regions are parsed to their
+ * end); a survivor region's tail just stays unused. */
+static uintptr_t bump_dest(rh_heap *h, uint32_t *cur, size_t bytes, rh_region_kind kind)
 {
-	if (h->dest_region) {
-		rh_region *d = &h->regions[h->dest_region - 1];
-		uintptr_t end = d->start + h->region_size;
-		if (end - d->top >= bytes) {
-			uintptr_t p = d->top;
-			d->top += bytes;
-			d->live_bytes += bytes;
-			return p;
-		}
-		if (end > d->top)
-			rh_fill((void *)d->top, end - d->top);
-		d->top = end;
-		h->dest_region = 0;
-	}
-	int64_t i = rh_region_take_dest(h, RH_REGION_OLD);
-	if (i < 0)
-		return 0;
-	rh_region *d = &h->regions[i];
-	d->live_known = 1;
-	d->top = d->start + bytes;
-	d->live_bytes = bytes;
-	h->dest_region = (uint32_t)i + 1;
-	return d->start;
-}
-
-/* A survivor region of the given age (1 .. RH_TENURE-1) for this pause. */
-static uintptr_t surv_alloc(rh_heap *h, size_t bytes, uint32_t age)
-{
-	uint32_t *cur = &h->surv_dest[age];
 	if (*cur) {
 		rh_region *d = &h->regions[*cur - 1];
 		uintptr_t end = d->start + h->region_size;
@@ -270,25 +245,49 @@ static uintptr_t surv_alloc(rh_heap *h, size_t bytes, uint32_t age)
 			d->live_bytes += bytes;
 			return p;
 		}
-		*cur = 0; /* the tail stays unused: nothing allocates in it */
+		if (kind == RH_REGION_OLD && end > d->top) {
+			rh_fill((void *)d->top, end - d->top);
+			d->top = end;
+		}
+		*cur = 0;
 	}
-	/* Survivor space is bounded (half of eden): objects that do not
-	 * fit are promoted, or a phase that keeps most of what it allocates
-	 * would copy the same data again at every pause. */
-	uint32_t max_surv = h->eden_limit / 2 > 2 ? h->eden_limit / 2 : 2;
-	if (h->surv_taken >= max_surv)
-		return dest_alloc(h, bytes);
-	int64_t i = rh_region_take_dest(h, RH_REGION_EDEN);
+	int64_t i = rh_region_take_dest(h, kind);
 	if (i < 0)
-		return dest_alloc(h, bytes); /* no room to age: promote */
-	h->surv_taken++;
+		return 0;
 	rh_region *d = &h->regions[i];
-	d->survivals = age;
 	d->live_known = 1;
 	d->top = d->start + bytes;
 	d->live_bytes = bytes;
 	*cur = (uint32_t)i + 1;
 	return d->start;
+}
+
+static uintptr_t dest_alloc(rh_heap *h, size_t bytes)
+{
+	return bump_dest(h, &h->dest_region, bytes, RH_REGION_OLD);
+}
+
+/* A survivor region of the given age (1 .. RH_TENURE-1) for this pause. */
+static uintptr_t surv_alloc(rh_heap *h, size_t bytes, uint32_t age)
+{
+	uint32_t *cur = &h->surv_dest[age];
+	/* Survivor space is bounded (half of eden): objects that do not fit
+	 * are promoted, or a phase that keeps most of what it allocates would
+	 * copy the same data again at every pause. */
+	uint32_t max_surv = h->eden_limit / 2 > 2 ? h->eden_limit / 2 : 2;
+	bool fits = *cur &&
+	            h->regions[*cur - 1].start + h->region_size - h->regions[*cur - 1].top >= bytes;
+	if (!fits && h->surv_taken >= max_surv)
+		return dest_alloc(h, bytes);
+	uint32_t before = *cur;
+	uintptr_t p = bump_dest(h, cur, bytes, RH_REGION_EDEN);
+	if (!p)
+		return dest_alloc(h, bytes); /* no room to age: promote */
+	if (*cur != before) {
+		h->surv_taken++;
+		h->regions[*cur - 1].survivals = age;
+	}
+	return p;
 }
 
 static int by_address(const void *a, const void *b)

@@ -8,19 +8,8 @@
 #include <stdint.h>
 
 #include "runtime/internal.h"
+#include "tests/swap/check.h"
 #include "tests/swap/cluster.h"
-
-static int passed, failed;
-#define CHECK(c, ...)                                                                              \
-	do {                                                                                       \
-		if (c) {                                                                           \
-			passed++;                                                                  \
-		} else {                                                                           \
-			failed++;                                                                  \
-			printf("not ok: " __VA_ARGS__);                                            \
-			printf("\n");                                                              \
-		}                                                                                  \
-	} while (0)
 
 #define THREADS 4
 #define ARRAY_BYTES (60 * 1024)

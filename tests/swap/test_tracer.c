@@ -9,19 +9,8 @@
 #include <time.h>
 
 #include "runtime/internal.h"
+#include "tests/swap/check.h"
 #include "tests/swap/cluster.h"
-
-static int passed, failed;
-#define CHECK(c, ...)                                                                              \
-	do {                                                                                       \
-		if (c) {                                                                           \
-			passed++;                                                                  \
-		} else {                                                                           \
-			failed++;                                                                  \
-			printf("not ok: " __VA_ARGS__);                                            \
-			printf("\n");                                                              \
-		}                                                                                  \
-	} while (0)
 
 static const char *tracerd, *provider;
 
