@@ -444,7 +444,7 @@ static void size_generations(rh_gc *g)
 	double surv = h->survival > h->last_survival ? h->survival : h->last_survival;
 	if (surv < 0.02)
 		surv = 0.02;
-	double by_pause = budget_ns * 0.5 / (h->copy_ns_per_byte * surv);
+	double by_pause = budget_ns * 0.35 / (h->copy_ns_per_byte * surv);
 	double by_free = h->cfg.young_fraction * (double)h->n_free * (double)h->region_size;
 	double target = (double)(old_used > 8 * MIB ? old_used : 8 * MIB);
 	if (target > by_pause)

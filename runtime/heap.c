@@ -186,8 +186,8 @@ rh_heap *rh_heap_open(const rh_config *cfg_in, rh_error *err)
 	/* Until the first collection measures anything: 8 MiB of eden, or
 	 * young_fraction of the heap if that is smaller. */
 	double eden = (double)h->size * cfg.young_fraction;
-	if (eden > 8.0 * 1024 * 1024)
-		eden = 8.0 * 1024 * 1024;
+	if (eden > 4.0 * 1024 * 1024)
+		eden = 4.0 * 1024 * 1024;
 	h->eden_limit = (uint32_t)(eden / (double)h->region_size);
 	if (h->eden_limit < 1)
 		h->eden_limit = 1;
