@@ -1,6 +1,7 @@
 /* rheap-tracerd's failure behaviour: bad command lines and configs, a busy
  * tracer refusing a second CPU server, a killed tracer reported to the VM
- * within 2 s, and tracers exiting when their CPU server dies.
+ * within 2 s, a hung (stopped) one within its timeout plus margin, and
+ * tracers exiting when their CPU server dies.
  *
  * usage: test-tracer TRACERD PROVIDER
  */
@@ -88,11 +89,15 @@ static void test_busy(cluster *c)
 	rh_heap_close(h);
 }
 
-/* A child VM keeps touching a heap 4x its cache; the parent kills tracer 1.
- * The child must end within 2 s with RH_EXIT_LOST and a message naming the
- * tracer; the surviving tracer must notice the dead CPU server and exit. */
-static void test_killed_tracer(cluster *c)
+/* A child VM keeps touching a heap larger than its cache; the parent kills
+ * tracer 1 (SIGKILL) or hangs it (SIGSTOP). The child must end within the
+ * limit with RH_EXIT_LOST and a message naming the tracer; the surviving
+ * tracer must notice the dead CPU server and exit. The config's timeout is
+ * 1 s: a dead tracer is seen at once (connection closed), a hung one when
+ * it has been silent for the timeout. */
+static void test_lost_tracer(cluster *c, int sig, double limit_s)
 {
+	const char *how = sig == SIGKILL ? "killed" : "hung";
 	int ready[2], errp[2];
 	if (pipe(ready) < 0 || pipe(errp) < 0)
 		return;
@@ -129,12 +134,10 @@ static void test_killed_tracer(cluster *c)
 	close(errp[1]);
 	char b;
 	int got = read(ready[0], &b, 1) == 1;
-	CHECK(got, "the VM started");
+	CHECK(got, "the VM started (%s tracer)", how);
 	usleep(300000);
 	double t0 = now_s();
-	kill(c->pid[1], SIGKILL);
-	waitpid(c->pid[1], NULL, 0);
-	c->pid[1] = 0;
+	kill(c->pid[1], sig);
 	int st = 0;
 	pid_t w = 0;
 	while (now_s() - t0 < 5 && (w = waitpid(vm, &st, WNOHANG)) == 0)
@@ -147,15 +150,20 @@ static void test_killed_tracer(cluster *c)
 	char out[4096] = {0};
 	ssize_t n = read(errp[0], out, sizeof out - 1);
 	out[n > 0 ? n : 0] = 0;
+	/* A stopped tracer is resumed only to be killed. */
+	kill(c->pid[1], SIGKILL);
+	kill(c->pid[1], SIGCONT);
+	waitpid(c->pid[1], NULL, 0);
+	c->pid[1] = 0;
 	CHECK(w == vm && WIFEXITED(st) && WEXITSTATUS(st) == RH_EXIT_LOST,
-	      "the VM ended with exit status %d (got %s %d)", RH_EXIT_LOST,
+	      "%s tracer: the VM ended with exit status %d (got %s %d)", how, RH_EXIT_LOST,
 	      w == vm ? (WIFEXITED(st) ? "exit" : "signal") : "no exit",
 	      WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
-	CHECK(dt < 2.0, "within 2 s of the kill (%.2f s)", dt);
+	CHECK(dt < limit_s, "%s tracer: within %.1f s (%.2f s)", how, limit_s, dt);
 	if (failed)
 		printf("# the VM said: %s\n", out);
 	CHECK(strstr(out, "memory server 1") && strstr(out, "lost"),
-	      "with a message naming the tracer: %s", out);
+	      "%s tracer: a message naming it: %s", how, out);
 
 	/* Tracer 0 lost its CPU server: it exits within its timeout. */
 	t0 = now_s();
@@ -186,7 +194,11 @@ int main(int argc, char **argv)
 	/* The killed-tracer test forks its VM before this process touches the
 	 * transport: verbs device files may not be used across fork. */
 	test_command_line(&c);
-	test_killed_tracer(&c);
+	test_lost_tracer(&c, SIGKILL, 2.0);
+	cluster_stop(&c);
+	if (cluster_start(&c, tracerd, provider, 2, 64, 0.25, 1000, NULL) < 0)
+		return 2;
+	test_lost_tracer(&c, SIGSTOP, 3.0);
 	cluster_stop(&c);
 	if (cluster_start(&c, tracerd, provider, 2, 64, 0.25, 1000, NULL) < 0)
 		return 2;
