@@ -77,11 +77,6 @@ void rh_remset_free(rh_remset *rs)
 	memset(rs, 0, sizeof *rs);
 }
 
-void rh_remset_clear(rh_remset *rs)
-{
-	rh_remset_free(rs);
-}
-
 void rh_remset_filter(rh_remset *rs, int (*keep)(void *ctx, uint64_t card), void *ctx)
 {
 	if (!rs->cap)

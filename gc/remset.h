@@ -31,7 +31,6 @@ typedef struct rh_remset {
 int rh_remset_add(rh_remset *rs, uint64_t card, size_t target_word, size_t region_words);
 int rh_remset_has_card(const rh_remset *rs, uint64_t card);
 int rh_remset_has_target(const rh_remset *rs, size_t target_word);
-void rh_remset_clear(rh_remset *rs);
 void rh_remset_free(rh_remset *rs);
 /* Keep only the cards for which keep(ctx, card) returns non-zero. */
 void rh_remset_filter(rh_remset *rs, int (*keep)(void *ctx, uint64_t card), void *ctx);

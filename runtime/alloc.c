@@ -12,7 +12,6 @@ void rh_tlab_retire(rh_mutator *m)
 	m->bytes_allocated += m->fast.tlab_top - m->tlab_start;
 	m->tlab_start = 0;
 	m->fast.tlab_top = m->fast.tlab_end = 0;
-	m->tlab_region = 0;
 }
 
 /* Carve `bytes` (a TLAB or one medium object) out of eden. alloc_lock held.
@@ -118,7 +117,6 @@ void *rh_alloc_slow(rh_mutator *m, rh_type_id t, size_t bytes, size_t length)
 				m->fast.tlab_top = p + bytes;
 				m->fast.tlab_end = p + h->tlab_size;
 				m->tlab_start = p;
-				m->tlab_region = rh_region_index(h, p) + 1;
 				uint64_t *o = (uint64_t *)p;
 				o[0] = rh_header_make(t, bytes);
 				if (h->types.types[t].elem_size)

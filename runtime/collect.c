@@ -592,7 +592,7 @@ static void collect(rh_heap *h, rh_gc_kind kind)
 				r->retain = 1;
 		}
 		for (uint32_t i = 0; i < h->n_regions; i++)
-			rh_remset_clear(&h->regions[i].remset);
+			rh_remset_free(&h->regions[i].remset);
 	}
 
 	rh_emit(h, kind, RH_PHASE_EVACUATE, 1);

@@ -74,7 +74,6 @@ struct rh_mutator {
 	rh_stack_seg *segs;
 	size_t n_segs, cap_segs;
 
-	uintptr_t tlab_region; /* region index + 1 of the TLAB, 0 = none */
 	rh_bqbuf *bq;
 	uint64_t bytes_allocated; /* folded into stats at each collection */
 	uint64_t slow_allocs;
@@ -110,7 +109,6 @@ struct rh_heap {
 	size_t n_mutators;
 	rh_mutator *graveyard; /* detached (debug builds keep them to catch reuse) */
 	bool stw_active;
-	uint64_t gc_epoch;
 	void ***globals;
 	size_t n_globals, cap_globals;
 	rh_frame_range *ranges;

@@ -222,7 +222,6 @@ void rh_stw_end(rh_heap *h)
 {
 	pthread_mutex_lock(&h->lock);
 	h->stw_active = false;
-	h->gc_epoch++;
 	for (rh_mutator *m = h->mutators; m; m = m->next) {
 		__atomic_store_n(&m->fast.poll, 0, __ATOMIC_RELAXED);
 		if (m->state == RH_M_COLLECTING)
