@@ -3,6 +3,7 @@
 #ifndef RH_COMMON_H
 #define RH_COMMON_H
 
+#include <pthread.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -28,6 +29,18 @@ static inline uint64_t rh_now_ns(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* pthread_cond_timedwait for at most ms milliseconds (a waiter that also
+ * polls some other condition). */
+static inline void rh_cond_wait_ms(pthread_cond_t *c, pthread_mutex_t *m, long ms)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += ms * 1000000;
+	ts.tv_sec += ts.tv_nsec / 1000000000;
+	ts.tv_nsec %= 1000000000;
+	pthread_cond_timedwait(c, m, &ts);
 }
 
 /* Abort with a message: an API precondition was violated (debug builds) or

@@ -13,9 +13,7 @@
 
 void rh_remember(rh_heap *h, uintptr_t slot, uintptr_t target)
 {
-	rh_region *tr = rh_region_of(h, target);
-	if (tr->kind == RH_REGION_HUMONGOUS_CONT)
-		tr = &h->regions[tr->head];
+	rh_region *tr = rh_region_head(h, rh_region_of(h, target));
 	uint64_t card = (slot - h->base) >> RH_CARD_SHIFT;
 	int added = rh_remset_add(&tr->remset, card, (target - tr->start) >> 3,
 	                          (tr->kind == RH_REGION_HUMONGOUS ? tr->span : 1) *

@@ -78,9 +78,7 @@ static void conservative_root(void *ctx, uintptr_t w)
 	rh_heap *h = g->h;
 	if (!rh_in_heap(h, w) || !h->in_cset[rh_region_index(h, w)])
 		return;
-	rh_region *r = rh_region_of(h, w);
-	if (r->kind == RH_REGION_HUMONGOUS_CONT)
-		r = &h->regions[r->head];
+	rh_region *r = rh_region_head(h, rh_region_of(h, w));
 	if (!r->starts_valid)
 		rh_region_build_starts(h, r);
 	uintptr_t obj = rh_region_object_at(h, r, w);
@@ -129,8 +127,7 @@ static void scan_card(rh_gc *g, uint64_t card)
 	rh_region *sr = rh_region_of(h, lo);
 	if (sr->kind == RH_REGION_FREE || h->in_cset[sr->index])
 		return;
-	if (sr->kind == RH_REGION_HUMONGOUS_CONT)
-		sr = &h->regions[sr->head];
+	sr = rh_region_head(h, sr);
 	if (sr->kind == RH_REGION_HUMONGOUS) {
 		slots_in(g, sr->start, lo, hi);
 		return;
@@ -356,11 +353,10 @@ static void fix_all(rh_gc *g)
 	rh_heap *h = g->h;
 	for (size_t i = 0; i < g->n_slots; i++) {
 		void **slot = g->slots[i];
-		uintptr_t v = forwarded(h, (uintptr_t)*slot);
-		*slot = (void *)v;
-		if (rh_in_heap(h, (uintptr_t)slot) &&
-		    rh_region_index(h, v) != rh_region_index(h, (uintptr_t)slot))
-			rh_remember(h, (uintptr_t)slot, v);
+		if (rh_in_heap(h, (uintptr_t)slot))
+			fix_field(h, slot); /* a remembered card's slot */
+		else
+			*slot = (void *)forwarded(h, (uintptr_t)*slot); /* a frame or global */
 	}
 	rh_marker *mk = &h->marker;
 	for (size_t i = 0; i < mk->n_order; i++) {

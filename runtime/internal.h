@@ -177,6 +177,11 @@ static inline rh_region *rh_region_of(rh_heap *h, uintptr_t a)
 {
 	return &h->regions[rh_region_index(h, a)];
 }
+/* A humongous continuation region stands for its head. */
+static inline rh_region *rh_region_head(rh_heap *h, rh_region *r)
+{
+	return r->kind == RH_REGION_HUMONGOUS_CONT ? &h->regions[r->head] : r;
+}
 static inline bool rh_in_heap(const rh_heap *h, uintptr_t a)
 {
 	return a - h->base < h->size;

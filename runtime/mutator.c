@@ -275,9 +275,7 @@ void rh_checked_barrier(void *mv, void **slot)
 		rh_panic("rh_write_ref: slot %p is not in the heap; store into frame and global "
 		         "slots directly",
 		         (void *)slot);
-	rh_region *r = rh_region_of(h, (uintptr_t)slot);
-	if (r->kind == RH_REGION_HUMONGOUS_CONT)
-		r = &h->regions[r->head];
+	rh_region *r = rh_region_head(h, rh_region_of(h, (uintptr_t)slot));
 	if (r->kind == RH_REGION_FREE || (uintptr_t)slot < r->start || (uintptr_t)slot >= r->top)
 		rh_panic("rh_write_ref: slot %p is not inside an allocated object", (void *)slot);
 }

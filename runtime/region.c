@@ -202,8 +202,7 @@ void rh_region_build_starts(rh_heap *h, rh_region *r)
 
 uintptr_t rh_region_object_at(rh_heap *h, rh_region *r, uintptr_t a)
 {
-	if (r->kind == RH_REGION_HUMONGOUS_CONT)
-		r = &h->regions[r->head];
+	r = rh_region_head(h, r);
 	if (r->kind == RH_REGION_HUMONGOUS) {
 		uintptr_t end = r->start + rh_hdr_bytes(rh_hdr((void *)r->start));
 		return a >= r->start && a < end ? r->start : 0;

@@ -313,14 +313,7 @@ static int wait_free_ok(rh_remote *r, size_t i, uint32_t seq, rh_error *err)
 			                r->hosts[i].name, r->cfg->timeout_ms);
 			break;
 		}
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 10 * 1000000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
-		pthread_cond_timedwait(&r->cond, &r->lock, &ts);
+		rh_cond_wait_ms(&r->cond, &r->lock, 10);
 	}
 	pthread_mutex_unlock(&r->lock);
 	return rc;

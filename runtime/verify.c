@@ -55,8 +55,7 @@ static void push(vctx *v, uintptr_t obj)
 
 static rh_region *head_of(rh_heap *h, uintptr_t a)
 {
-	rh_region *r = rh_region_of(h, a);
-	return r->kind == RH_REGION_HUMONGOUS_CONT ? &h->regions[r->head] : r;
+	return rh_region_head(h, rh_region_of(h, a));
 }
 
 /* Is a an object start in an allocated part of the heap? */

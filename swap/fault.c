@@ -46,14 +46,7 @@ static void budget_wait(rh_swap *s, size_t n)
 	while (atomic_load(&s->resident) + n > s->budget_pages && !atomic_load(&s->stop) &&
 	       !atomic_load(&s->failed)) {
 		pthread_cond_broadcast(&s->cond);
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 50 * 1000000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
-		pthread_cond_timedwait(&s->cond, &s->lock, &ts);
+		rh_cond_wait_ms(&s->cond, &s->lock, 50);
 	}
 	pthread_mutex_unlock(&s->lock);
 }
