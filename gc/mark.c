@@ -13,12 +13,17 @@ void rh_marker_init(rh_marker *mk)
 	mk->n_order = mk->cap_order = 0;
 	mk->bytes_marked = 0;
 	mk->error = 0;
+	mk->valid = NULL;
+	mk->valid_ctx = NULL;
+	mk->deferred = NULL;
+	mk->n_deferred = mk->cap_deferred = 0;
 }
 
 void rh_marker_free(rh_marker *mk)
 {
 	free(mk->work);
 	free(mk->order);
+	free(mk->deferred);
 	rh_marker_init(mk);
 }
 
@@ -28,6 +33,7 @@ void rh_marker_reset(rh_marker *mk)
 	mk->n_order = 0;
 	mk->bytes_marked = 0;
 	mk->error = 0;
+	mk->n_deferred = 0;
 }
 
 static void *grow(void *p, size_t *cap, size_t elem)
@@ -111,23 +117,56 @@ static void corrupt(rh_marker *mk, uintptr_t obj)
 	        (unsigned long long)rh_hdr((void *)obj), (void *)obj);
 }
 
-int rh_marker_drain(rh_marker *mk)
+/* An object the caller's `valid` rejects waits for the remark. */
+static int deferred(rh_marker *mk, uintptr_t obj)
 {
+	if (!mk->valid || mk->valid(mk->valid_ctx, obj))
+		return 0;
+	if (mk->n_deferred == mk->cap_deferred)
+		mk->deferred = grow(mk->deferred, &mk->cap_deferred, sizeof *mk->deferred);
+	mk->deferred[mk->n_deferred++] = obj;
+	return 1;
+}
+
+int rh_marker_drain_some(rh_marker *mk, size_t budget)
+{
+	size_t done = 0;
 	if (mk->order_kind == RH_ORDER_BFS) {
 		while (mk->work_head < mk->work_n) {
+			if (done++ == budget)
+				return 1;
 			uintptr_t obj = mk->work[mk->work_head++];
+			if (deferred(mk, obj))
+				continue;
 			if (rh_object_slots_inline(mk->tt, (void *)obj, visit_bfs, mk, 0) < 0)
 				corrupt(mk, obj);
 		}
 		mk->work_head = mk->work_n = 0;
 	} else {
 		while (mk->work_n > 0) {
+			if (done++ == budget)
+				return 1;
 			uintptr_t obj = mk->work[--mk->work_n];
-			if (!mark(mk, obj))
+			if (!mark(mk, obj) || deferred(mk, obj))
 				continue;
 			if (rh_object_slots_inline(mk->tt, (void *)obj, visit_dfs, mk, 1) < 0)
 				corrupt(mk, obj);
 		}
 	}
+	return 0;
+}
+
+int rh_marker_drain(rh_marker *mk)
+{
+	rh_marker_drain_some(mk, SIZE_MAX);
 	return mk->error ? -1 : 0;
+}
+
+void rh_marker_rescan(rh_marker *mk, uintptr_t obj)
+{
+	if (deferred(mk, obj))
+		return;
+	int bfs = mk->order_kind == RH_ORDER_BFS;
+	if (rh_object_slots_inline(mk->tt, (void *)obj, bfs ? visit_bfs : visit_dfs, mk, !bfs) < 0)
+		corrupt(mk, obj);
 }

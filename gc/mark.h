@@ -40,6 +40,14 @@ typedef struct rh_marker {
 	uint64_t *live_bytes; /* per region, caller zeroes */
 	uint64_t bytes_marked;
 	int error; /* a corrupt header was met (reported once on stderr) */
+
+	/* Tracers only: an image may hold pages not yet written back, so an
+	 * object whose header `valid` rejects is marked but not scanned; it is
+	 * put on `deferred` for the remark (docs/distributed-gc.md, MSCT 3). */
+	int (*valid)(void *ctx, uintptr_t obj);
+	void *valid_ctx;
+	uintptr_t *deferred;
+	size_t n_deferred, cap_deferred;
 } rh_marker;
 
 void rh_marker_init(rh_marker *mk);
@@ -64,5 +72,10 @@ void rh_marker_root(rh_marker *mk, uintptr_t obj);
 /* Mark transitively from the roots given so far. 0, or -1 if a corrupt
  * object was found (marking continues past it). */
 int rh_marker_drain(rh_marker *mk);
+/* The same, stopping after about `budget` objects: 1 if work remains. */
+int rh_marker_drain_some(rh_marker *mk, size_t budget);
+/* Scan an already marked object again (its fields may have changed),
+ * pushing what it references; drain afterwards. */
+void rh_marker_rescan(rh_marker *mk, uintptr_t obj);
 
 #endif

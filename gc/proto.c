@@ -1,7 +1,9 @@
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/common.h"
 #include "gc/proto.h"
+#include "gc/region.h"
 
 static void put16(uint8_t *p, uint16_t v)
 {
@@ -39,8 +41,12 @@ static uint64_t get64(const uint8_t *p)
 
 const char *rh_msg_type_name(unsigned type)
 {
-	static const char *const names[] = {"?",    "HELLO", "TYPES", "HELLO_OK", "ERROR",
-	                                    "FREE", "PING",  "PONG",  "BYE",      "FREE_OK"};
+	static const char *const names[] = {"?",      "HELLO",    "TYPES",     "HELLO_OK",
+	                                    "ERROR",  "FREE",     "PING",      "PONG",
+	                                    "BYE",    "FREE_OK",  "REGIONS",   "ROOTS",
+	                                    "MARKED", "EVACUATE", "EVAC_REFS", "EVACUATED"};
+	_Static_assert(sizeof names / sizeof names[0] == RH_MSG_TYPE_MAX + 1,
+	               "a name for every message type");
 	return type <= RH_MSG_TYPE_MAX ? names[type] : "?";
 }
 
@@ -114,6 +120,126 @@ size_t rh_msg_encode(const rh_msg *m, uint8_t *buf, size_t cap)
 		if (cap < RH_PROTO_HDR)
 			return 0;
 		break;
+	case RH_MSG_REGIONS: {
+		const rh_msg_regions *r = &m->u.regions;
+		if (r->n > RH_REGIONS_MAX)
+			return 0;
+		len = 16 + 16 * (size_t)r->n;
+		if (cap < RH_PROTO_HDR + len)
+			return 0;
+		put64(p, r->epoch);
+		put32(p + 8, r->flags);
+		put32(p + 12, r->n);
+		const rh_region_desc *d = r->ents;
+		for (uint32_t i = 0; i < r->n; i++) {
+			uint8_t *q = p + 16 + 16 * (size_t)i;
+			put32(q, d[i].region);
+			put32(q + 4, d[i].ident);
+			put32(q + 8, d[i].top);
+			q[12] = d[i].kind;
+			q[13] = d[i].evicted_pct;
+			put16(q + 14, d[i].survivals);
+		}
+		break;
+	}
+	case RH_MSG_ROOTS: {
+		const rh_msg_roots *r = &m->u.roots;
+		if (r->n > RH_ROOTS_MAX)
+			return 0;
+		len = 12 + 4 * (size_t)r->n;
+		if (cap < RH_PROTO_HDR + len)
+			return 0;
+		put32(p, r->region);
+		put32(p + 4, r->flags);
+		put32(p + 8, r->n);
+		const uint32_t *o = r->offs;
+		for (uint32_t i = 0; i < r->n; i++)
+			put32(p + 12 + 4 * (size_t)i, o[i]);
+		break;
+	}
+	case RH_MSG_MARKED: {
+		const rh_msg_marked *k = &m->u.marked;
+		if (k->n > RH_MARKED_MAX)
+			return 0;
+		len = 4 + 24 * (size_t)k->n;
+		if (cap < RH_PROTO_HDR + len)
+			return 0;
+		put32(p, k->n);
+		const rh_marked_desc *d = k->ents;
+		for (uint32_t i = 0; i < k->n; i++) {
+			uint8_t *q = p + 4 + 24 * (size_t)i;
+			put32(q, d[i].region);
+			put32(q + 4, d[i].ident);
+			put32(q + 8, d[i].top);
+			put32(q + 12, d[i].objects);
+			put64(q + 16, d[i].live_bytes);
+		}
+		break;
+	}
+	case RH_MSG_EVACUATE: {
+		const rh_msg_evacuate *e = &m->u.evacuate;
+		uint64_t n = (uint64_t)e->n_src + e->n_dst;
+		if (n > RH_EVACUATE_MAX)
+			return 0;
+		len = 20 + 4 * (size_t)n;
+		if (cap < RH_PROTO_HDR + len)
+			return 0;
+		put64(p, e->id);
+		put32(p + 8, e->flags);
+		put32(p + 12, e->n_src);
+		put32(p + 16, e->n_dst);
+		const uint32_t *r = e->regions;
+		for (size_t i = 0; i < n; i++)
+			put32(p + 20 + 4 * i, r[i]);
+		break;
+	}
+	case RH_MSG_EVAC_REFS: {
+		const rh_msg_evac_refs *x = &m->u.evac_refs;
+		if (x->n > RH_EVAC_REFS_MAX)
+			return 0;
+		len = 12 + 16 * (size_t)x->n;
+		if (cap < RH_PROTO_HDR + len)
+			return 0;
+		put64(p, x->id);
+		put32(p + 8, x->n);
+		const rh_ref_pair *pr = x->pairs;
+		for (uint32_t i = 0; i < x->n; i++) {
+			put64(p + 12 + 16 * (size_t)i, pr[i].slot);
+			put64(p + 20 + 16 * (size_t)i, pr[i].value);
+		}
+		break;
+	}
+	case RH_MSG_EVACUATED: {
+		const rh_msg_evacuated *e = &m->u.evacuated;
+		uint64_t want = 56 + 16 * (uint64_t)e->n_src + 8 * (uint64_t)e->n_dst;
+		if (want > RH_PROTO_MAX - RH_PROTO_HDR)
+			return 0;
+		len = (size_t)want;
+		if (cap < RH_PROTO_HDR + len)
+			return 0;
+		put64(p, e->id);
+		put32(p + 8, e->n_src);
+		put32(p + 12, e->n_dst);
+		put64(p + 16, e->remark_ns);
+		put64(p + 24, e->evac_ns);
+		put64(p + 32, e->bytes_copied);
+		put64(p + 40, e->objects_copied);
+		put64(p + 48, e->pages_rescanned);
+		const rh_evac_src *s = e->src;
+		for (uint32_t i = 0; i < e->n_src; i++) {
+			uint8_t *q = p + 56 + 16 * (size_t)i;
+			put32(q, s[i].region);
+			put32(q + 4, s[i].status);
+			put64(q + 8, s[i].live_bytes);
+		}
+		const rh_evac_dst *d = e->dst;
+		uint8_t *dp = p + 56 + 16 * (size_t)e->n_src;
+		for (uint32_t i = 0; i < e->n_dst; i++) {
+			put32(dp + 8 * (size_t)i, d[i].region);
+			put32(dp + 8 * (size_t)i + 4, d[i].top);
+		}
+		break;
+	}
 	default:
 		return 0;
 	}
@@ -126,6 +252,38 @@ size_t rh_msg_encode(const rh_msg *m, uint8_t *buf, size_t cap)
 }
 
 #define BAD(...) rh_err_set(err, RH_EPEER, "protocol: " __VA_ARGS__)
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* A region both evacuated and written to, or evacuated twice, would have
+ * the tracer copy objects over themselves; refuse the EVACUATE instead. */
+static int evacuate_distinct(const rh_msg_evacuate *e, rh_error *err)
+{
+	uint32_t n = e->n_src + e->n_dst; /* bounded by RH_EVACUATE_MAX already */
+	uint32_t small[64];
+	uint32_t *v = n <= 64 ? small : malloc(n * sizeof *v);
+	if (!v)
+		return rh_err_set(
+		        err, RH_ENOMEM,
+		        "protocol: EVACUATE: no memory to check %u regions for duplicates", n);
+	for (uint32_t i = 0; i < n; i++)
+		v[i] = rh_msg_evacuate_region(e, i);
+	qsort(v, n, sizeof *v, cmp_u32);
+	int rc = RH_OK;
+	for (uint32_t i = 1; i < n; i++) {
+		if (v[i] == v[i - 1]) {
+			rc = BAD("EVACUATE: region %u listed twice", v[i]);
+			break;
+		}
+	}
+	if (v != small)
+		free(v);
+	return rc;
+}
 
 int rh_msg_decode(const uint8_t *buf, size_t len, rh_msg *m, rh_error *err)
 {
@@ -220,6 +378,145 @@ int rh_msg_decode(const uint8_t *buf, size_t len, rh_msg *m, rh_error *err)
 		if (plen != 0)
 			return BAD("%s: payload %u bytes, expected 0", name, plen);
 		return RH_OK;
+	case RH_MSG_REGIONS: {
+		rh_msg_regions *r = &m->u.regions;
+		if (plen < 16)
+			return BAD("REGIONS: payload %u bytes, need at least 16", plen);
+		r->epoch = get64(p);
+		r->flags = get32(p + 8);
+		r->n = get32(p + 12);
+		if (r->flags & ~(RH_REGIONS_FIRST | RH_REGIONS_LAST))
+			return BAD("REGIONS: unknown flags %#x", r->flags);
+		if (r->n > RH_REGIONS_MAX)
+			return BAD("REGIONS: %u entries exceed %u", r->n, RH_REGIONS_MAX);
+		if (plen != 16 + 16 * r->n)
+			return BAD("REGIONS: %u entries inconsistent with payload %u", r->n, plen);
+		r->ents = p + 16;
+		for (uint32_t i = 0; i < r->n; i++) {
+			rh_region_desc d;
+			rh_msg_regions_get(r, i, &d);
+			if (d.kind < RH_REGION_EDEN || d.kind > RH_REGION_HUMONGOUS_CONT)
+				return BAD("REGIONS: region %u: kind %u is not 1..4", d.region,
+				           d.kind);
+			if (d.evicted_pct > 100)
+				return BAD("REGIONS: region %u: %u%% evicted", d.region,
+				           d.evicted_pct);
+		}
+		return RH_OK;
+	}
+	case RH_MSG_ROOTS: {
+		rh_msg_roots *r = &m->u.roots;
+		if (plen < 12)
+			return BAD("ROOTS: payload %u bytes, need at least 12", plen);
+		r->region = get32(p);
+		r->flags = get32(p + 4);
+		r->n = get32(p + 8);
+		if (r->flags & ~(RH_ROOTS_FIRST | RH_ROOTS_REMARK))
+			return BAD("ROOTS: unknown flags %#x", r->flags);
+		if (r->n > RH_ROOTS_MAX)
+			return BAD("ROOTS: %u roots exceed %u", r->n, RH_ROOTS_MAX);
+		if (plen != 12 + 4 * r->n)
+			return BAD("ROOTS: %u roots inconsistent with payload %u", r->n, plen);
+		r->offs = p + 12;
+		return RH_OK;
+	}
+	case RH_MSG_MARKED: {
+		rh_msg_marked *k = &m->u.marked;
+		if (plen < 4)
+			return BAD("MARKED: payload %u bytes, need at least 4", plen);
+		k->n = get32(p);
+		if (k->n > RH_MARKED_MAX)
+			return BAD("MARKED: %u entries exceed %u", k->n, RH_MARKED_MAX);
+		if (plen != 4 + 24 * k->n)
+			return BAD("MARKED: %u entries inconsistent with payload %u", k->n, plen);
+		k->ents = p + 4;
+		for (uint32_t i = 0; i < k->n; i++) {
+			rh_marked_desc d;
+			rh_msg_marked_get(k, i, &d);
+			if (d.live_bytes > d.top)
+				return BAD("MARKED: region %u: %llu live bytes above top %u",
+				           d.region, (unsigned long long)d.live_bytes, d.top);
+		}
+		return RH_OK;
+	}
+	case RH_MSG_EVACUATE: {
+		rh_msg_evacuate *e = &m->u.evacuate;
+		if (plen < 20)
+			return BAD("EVACUATE: payload %u bytes, need at least 20", plen);
+		e->id = get64(p);
+		e->flags = get32(p + 8);
+		e->n_src = get32(p + 12);
+		e->n_dst = get32(p + 16);
+		if (e->flags & ~RH_EVAC_NO_REMARK)
+			return BAD("EVACUATE: unknown flags %#x", e->flags);
+		if (e->n_src == 0)
+			return BAD("EVACUATE: no source region");
+		uint64_t n = (uint64_t)e->n_src + e->n_dst;
+		if (n > RH_EVACUATE_MAX)
+			return BAD("EVACUATE: %u sources + %u destinations exceed %u", e->n_src,
+			           e->n_dst, RH_EVACUATE_MAX);
+		if (plen != 20 + 4 * n)
+			return BAD("EVACUATE: %u sources + %u destinations inconsistent with "
+			           "payload %u",
+			           e->n_src, e->n_dst, plen);
+		e->regions = p + 20;
+		return evacuate_distinct(e, err);
+	}
+	case RH_MSG_EVAC_REFS: {
+		rh_msg_evac_refs *x = &m->u.evac_refs;
+		if (plen < 12)
+			return BAD("EVAC_REFS: payload %u bytes, need at least 12", plen);
+		x->id = get64(p);
+		x->n = get32(p + 8);
+		if (x->n > RH_EVAC_REFS_MAX)
+			return BAD("EVAC_REFS: %u pairs exceed %u", x->n, RH_EVAC_REFS_MAX);
+		if (plen != 12 + 16 * x->n)
+			return BAD("EVAC_REFS: %u pairs inconsistent with payload %u", x->n, plen);
+		x->pairs = p + 12;
+		for (uint32_t i = 0; i < x->n; i++) {
+			rh_ref_pair pr;
+			rh_msg_evac_refs_get(x, i, &pr);
+			if ((pr.slot | pr.value) & 7)
+				return BAD("EVAC_REFS: pair %u: slot %#llx or value %#llx not "
+				           "8-byte aligned",
+				           i, (unsigned long long)pr.slot,
+				           (unsigned long long)pr.value);
+		}
+		return RH_OK;
+	}
+	case RH_MSG_EVACUATED: {
+		rh_msg_evacuated *e = &m->u.evacuated;
+		if (plen < 56)
+			return BAD("EVACUATED: payload %u bytes, need at least 56", plen);
+		e->id = get64(p);
+		e->n_src = get32(p + 8);
+		e->n_dst = get32(p + 12);
+		e->remark_ns = get64(p + 16);
+		e->evac_ns = get64(p + 24);
+		e->bytes_copied = get64(p + 32);
+		e->objects_copied = get64(p + 40);
+		e->pages_rescanned = get64(p + 48);
+		/* 64-bit: 16 * n_src alone can wrap a u32 to a plausible length. */
+		uint64_t want = 56 + 16 * (uint64_t)e->n_src + 8 * (uint64_t)e->n_dst;
+		if (want > RH_PROTO_MAX - RH_PROTO_HDR)
+			return BAD("EVACUATED: %u sources + %u destinations exceed the message "
+			           "size",
+			           e->n_src, e->n_dst);
+		if (plen != want)
+			return BAD("EVACUATED: %u sources + %u destinations inconsistent with "
+			           "payload %u",
+			           e->n_src, e->n_dst, plen);
+		e->src = p + 56;
+		e->dst = p + 56 + 16 * (size_t)e->n_src;
+		for (uint32_t i = 0; i < e->n_src; i++) {
+			rh_evac_src s;
+			rh_msg_evacuated_src(e, i, &s);
+			if (s.status != RH_EVAC_KEPT && s.status != RH_EVAC_MOVED)
+				return BAD("EVACUATED: region %u: unknown status %u", s.region,
+				           s.status);
+		}
+		return RH_OK;
+	}
 	default:
 		return BAD("unknown message type %u", m->type);
 	}
@@ -228,4 +525,57 @@ int rh_msg_decode(const uint8_t *buf, size_t len, rh_msg *m, rh_error *err)
 uint32_t rh_msg_free_region(const rh_msg_free *f, uint32_t i)
 {
 	return get32(f->regions + 4 * (size_t)i);
+}
+
+void rh_msg_regions_get(const rh_msg_regions *m, uint32_t i, rh_region_desc *out)
+{
+	const uint8_t *q = (const uint8_t *)m->ents + 16 * (size_t)i;
+	out->region = get32(q);
+	out->ident = get32(q + 4);
+	out->top = get32(q + 8);
+	out->kind = q[12];
+	out->evicted_pct = q[13];
+	out->survivals = get16(q + 14);
+}
+
+uint32_t rh_msg_roots_get(const rh_msg_roots *m, uint32_t i)
+{
+	return get32((const uint8_t *)m->offs + 4 * (size_t)i);
+}
+
+void rh_msg_marked_get(const rh_msg_marked *m, uint32_t i, rh_marked_desc *out)
+{
+	const uint8_t *q = (const uint8_t *)m->ents + 24 * (size_t)i;
+	out->region = get32(q);
+	out->ident = get32(q + 4);
+	out->top = get32(q + 8);
+	out->objects = get32(q + 12);
+	out->live_bytes = get64(q + 16);
+}
+
+uint32_t rh_msg_evacuate_region(const rh_msg_evacuate *m, uint32_t i)
+{
+	return get32((const uint8_t *)m->regions + 4 * (size_t)i);
+}
+
+void rh_msg_evac_refs_get(const rh_msg_evac_refs *m, uint32_t i, rh_ref_pair *out)
+{
+	const uint8_t *q = (const uint8_t *)m->pairs + 16 * (size_t)i;
+	out->slot = get64(q);
+	out->value = get64(q + 8);
+}
+
+void rh_msg_evacuated_src(const rh_msg_evacuated *m, uint32_t i, rh_evac_src *out)
+{
+	const uint8_t *q = (const uint8_t *)m->src + 16 * (size_t)i;
+	out->region = get32(q);
+	out->status = get32(q + 4);
+	out->live_bytes = get64(q + 8);
+}
+
+void rh_msg_evacuated_dst(const rh_msg_evacuated *m, uint32_t i, rh_evac_dst *out)
+{
+	const uint8_t *q = (const uint8_t *)m->dst + 8 * (size_t)i;
+	out->region = get32(q);
+	out->top = get32(q + 4);
 }

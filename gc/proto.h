@@ -16,7 +16,7 @@
 #include "rheap/rheap.h"
 
 #define RH_PROTO_MAGIC 0x5248u
-#define RH_PROTO_VERSION 1u
+#define RH_PROTO_VERSION 2u
 #define RH_PROTO_HDR 12u
 #define RH_PROTO_MAX 65536u /* a whole message, header included */
 #define RH_PROTO_CHUNK (RH_PROTO_MAX - RH_PROTO_HDR - 16u)
@@ -32,7 +32,14 @@ enum rh_msg_type {
 	RH_MSG_PONG = 7,
 	RH_MSG_BYE = 8,     /* CPU → tracer: orderly close */
 	RH_MSG_FREE_OK = 9, /* tracer → CPU: the FREE with this seq is done */
-	RH_MSG_TYPE_MAX = 9,
+	/* Distributed collection (docs/distributed-gc.md). */
+	RH_MSG_REGIONS = 10,    /* CPU → tracer: its partition's region table, each pause */
+	RH_MSG_ROOTS = 11,      /* CPU → tracer: root objects inside one region */
+	RH_MSG_MARKED = 12,     /* tracer → CPU: regions marked concurrently, live bytes */
+	RH_MSG_EVACUATE = 13,   /* CPU → tracer: remark and evacuate these regions */
+	RH_MSG_EVAC_REFS = 14,  /* tracer → CPU: cross-region references of moved objects */
+	RH_MSG_EVACUATED = 15,  /* tracer → CPU: the EVACUATE with this id is done */
+	RH_MSG_TYPE_MAX = 15,
 };
 
 typedef struct rh_msg_hello {
@@ -67,6 +74,87 @@ typedef struct rh_msg_ping {
 	uint64_t seq, time_ns;
 } rh_msg_ping;
 
+/* REGIONS: a table in one or more messages; FIRST resets the receiver's
+ * table (every region free), LAST ends it. Entries list non-free regions. */
+#define RH_REGIONS_FIRST 1u
+#define RH_REGIONS_LAST 2u
+#define RH_REGIONS_MAX ((RH_PROTO_MAX - RH_PROTO_HDR - 16u) / 16u)
+typedef struct rh_region_desc {
+	uint32_t region;     /* global index */
+	uint32_t ident;      /* changes whenever the region's object layout may have */
+	uint32_t top;        /* bytes in use from the region's start */
+	uint8_t kind;        /* rh_region_kind (1..4) */
+	uint8_t evicted_pct; /* share of [start, top) not resident on the CPU server */
+	uint16_t survivals;
+} rh_region_desc;
+typedef struct rh_msg_regions {
+	uint64_t epoch; /* collections so far */
+	uint32_t flags; /* RH_REGIONS_* */
+	uint32_t n;
+	const void *ents; /* encode: rh_region_desc[n]; decoded: wire, use rh_msg_regions_get */
+} rh_msg_regions;
+
+/* ROOTS: object starts as word offsets from the region's start. FIRST
+ * replaces the roots held for that region, otherwise they are appended.
+ * REMARK: for the EVACUATE that follows; else roots for concurrent marking
+ * in the coming epoch. */
+#define RH_ROOTS_FIRST 1u
+#define RH_ROOTS_REMARK 2u
+#define RH_ROOTS_MAX ((RH_PROTO_MAX - RH_PROTO_HDR - 12u) / 4u)
+typedef struct rh_msg_roots {
+	uint32_t region, flags, n;
+	const void *offs; /* encode: uint32_t[n]; decoded: wire, use rh_msg_roots_get */
+} rh_msg_roots;
+
+#define RH_MARKED_MAX ((RH_PROTO_MAX - RH_PROTO_HDR - 4u) / 24u)
+typedef struct rh_marked_desc {
+	uint32_t region, ident, top; /* as in the REGIONS entry the marking used */
+	uint32_t objects;
+	uint64_t live_bytes;
+} rh_marked_desc;
+typedef struct rh_msg_marked {
+	uint32_t n;
+	const void *ents; /* encode: rh_marked_desc[n]; decoded: wire */
+} rh_msg_marked;
+
+/* EVACUATE: regions[0, n_src) are evacuated, in that order, into
+ * regions[n_src, n_src + n_dst), which the CPU server took for it (all in
+ * the tracer's partition). */
+#define RH_EVAC_NO_REMARK 1u /* debug only: skip rescans and deferred scans */
+#define RH_EVACUATE_MAX ((RH_PROTO_MAX - RH_PROTO_HDR - 20u) / 4u)
+typedef struct rh_msg_evacuate {
+	uint64_t id;
+	uint32_t flags, n_src, n_dst;
+	const void *regions; /* encode: uint32_t[n_src + n_dst]; decoded: wire */
+} rh_msg_evacuate;
+
+#define RH_EVAC_REFS_MAX ((RH_PROTO_MAX - RH_PROTO_HDR - 12u) / 16u)
+typedef struct rh_ref_pair {
+	uint64_t slot, value;
+} rh_ref_pair;
+typedef struct rh_msg_evac_refs {
+	uint64_t id;
+	uint32_t n;
+	const void *pairs; /* encode: rh_ref_pair[n]; decoded: wire */
+} rh_msg_evac_refs;
+
+#define RH_EVAC_KEPT 0u      /* not moved (no room): the region stays as it was */
+#define RH_EVAC_MOVED 1u     /* every live object moved: the region may be freed */
+typedef struct rh_evac_src {
+	uint32_t region, status;
+	uint64_t live_bytes;
+} rh_evac_src;
+typedef struct rh_evac_dst {
+	uint32_t region, top;
+} rh_evac_dst;
+typedef struct rh_msg_evacuated {
+	uint64_t id;
+	uint32_t n_src, n_dst;
+	uint64_t remark_ns, evac_ns, bytes_copied, objects_copied, pages_rescanned;
+	const void *src; /* encode: rh_evac_src[n_src]; decoded: wire */
+	const void *dst; /* encode: rh_evac_dst[n_dst]; decoded: wire */
+} rh_msg_evacuated;
+
 typedef struct rh_msg {
 	uint8_t type;
 	uint32_t seq;
@@ -77,6 +165,12 @@ typedef struct rh_msg {
 		rh_msg_error error;
 		rh_msg_free free;
 		rh_msg_ping ping;
+		rh_msg_regions regions;
+		rh_msg_roots roots;
+		rh_msg_marked marked;
+		rh_msg_evacuate evacuate;
+		rh_msg_evac_refs evac_refs;
+		rh_msg_evacuated evacuated;
 	} u;
 } rh_msg;
 
@@ -88,5 +182,13 @@ size_t rh_msg_encode(const rh_msg *m, uint8_t *buf, size_t cap);
 int rh_msg_decode(const uint8_t *buf, size_t len, rh_msg *m, rh_error *err);
 uint32_t rh_msg_free_region(const rh_msg_free *f, uint32_t i);
 const char *rh_msg_type_name(unsigned type);
+/* Accessors for decoded arrays (wire order, bounds checked by the decoder). */
+void rh_msg_regions_get(const rh_msg_regions *m, uint32_t i, rh_region_desc *out);
+uint32_t rh_msg_roots_get(const rh_msg_roots *m, uint32_t i);
+void rh_msg_marked_get(const rh_msg_marked *m, uint32_t i, rh_marked_desc *out);
+uint32_t rh_msg_evacuate_region(const rh_msg_evacuate *m, uint32_t i);
+void rh_msg_evac_refs_get(const rh_msg_evac_refs *m, uint32_t i, rh_ref_pair *out);
+void rh_msg_evacuated_src(const rh_msg_evacuated *m, uint32_t i, rh_evac_src *out);
+void rh_msg_evacuated_dst(const rh_msg_evacuated *m, uint32_t i, rh_evac_dst *out);
 
 #endif

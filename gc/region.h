@@ -32,6 +32,8 @@ typedef struct rh_region {
 	uint32_t survivals; /* collections this region's objects survived */
 	uint32_t span;      /* HUMONGOUS: regions the object spans */
 	uint32_t head;      /* HUMONGOUS_CONT: index of the HUMONGOUS head */
+	uint32_t ident;     /* bumped whenever the object layout may change in place (tracers
+	                       drop their marks of the region then) */
 	uint8_t kind;       /* rh_region_kind */
 	uint8_t in_cset;    /* being collected now */
 	uint8_t retain; /* in the collection set, every object stays (humongous, dense, failure) */

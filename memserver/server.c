@@ -9,6 +9,7 @@
 
 #include "common/common.h"
 #include "gc/proto.h"
+#include "memserver/dgc.h"
 #include "memserver/server.h"
 #include "transport/transport.h"
 
@@ -33,6 +34,10 @@ typedef struct server {
 	uint8_t *types_buf;
 	uint32_t types_total, types_have;
 	uint8_t msg[RH_PROTO_MAX];
+	/* Sends come from the server thread and the marking thread. */
+	pthread_mutex_t send_lock;
+	uint8_t sbuf[RH_PROTO_MAX];
+	rh_dgc *dgc;
 	uint64_t next_status_ns;
 	uint16_t port; /* where it listens (resolved if port 0 was asked) */
 } server;
@@ -44,6 +49,10 @@ static void write_status(server *s)
 	pthread_mutex_lock(&s->st_lock);
 	rh_server_status st = s->st;
 	pthread_mutex_unlock(&s->st_lock);
+	rh_dgc_stats ds = {0};
+	if (s->dgc)
+		rh_dgc_stats_get(s->dgc, &ds);
+	st.bytes_traced = ds.bytes_traced;
 	json_t *j = json_pack(
 	        "{s:s, s:i, s:i, s:s, s:I, s:I, s:I, s:I, s:I, s:I}", "state", st.state, "pid",
 	        (int)getpid(), "port", (int)s->port, "peer", st.peer, "index",
@@ -53,6 +62,14 @@ static void write_status(server *s)
 	        (json_int_t)(st.last_heartbeat_ns ? (rh_now_ns() - st.last_heartbeat_ns) / 1000000
 	                                          : 0),
 	        "regions_freed", (json_int_t)st.regions_freed);
+	if (j) {
+		json_object_set_new(j, "mark_ns", json_integer((json_int_t)ds.mark_ns));
+		json_object_set_new(j, "regions_marked",
+		                    json_integer((json_int_t)ds.regions_marked));
+		json_object_set_new(j, "regions_evacuated",
+		                    json_integer((json_int_t)ds.regions_evacuated));
+		json_object_set_new(j, "bytes_copied", json_integer((json_int_t)ds.bytes_copied));
+	}
 	char tmp[4200];
 	snprintf(tmp, sizeof tmp, "%s.tmp", s->o->status_path);
 	/* Write then rename, so readers never see a half-written file. */
@@ -73,11 +90,22 @@ static void set_state(server *s, const char *state, const char *peer)
 
 static int send_msg(server *s, rh_tp_conn *c, const rh_msg *m, rh_error *err)
 {
-	size_t n = rh_msg_encode(m, s->msg, sizeof s->msg);
-	if (!n)
-		return rh_err_set(err, RH_EINVAL, "tracer: cannot encode %s",
-		                  rh_msg_type_name(m->type));
-	return rh_tp_send(c, s->msg, n, (int)s->o->cfg->timeout_ms, err);
+	rh_error local;
+	if (!err)
+		err = &local;
+	pthread_mutex_lock(&s->send_lock);
+	size_t n = rh_msg_encode(m, s->sbuf, sizeof s->sbuf);
+	int rc = n ? rh_tp_send(c, s->sbuf, n, (int)s->o->cfg->timeout_ms, err)
+	           : rh_err_set(err, RH_EINVAL, "tracer: cannot encode %s",
+	                        rh_msg_type_name(m->type));
+	pthread_mutex_unlock(&s->send_lock);
+	return rc;
+}
+
+static int dgc_send(void *ctx, const rh_msg *m, rh_error *err)
+{
+	server *s = ctx;
+	return send_msg(s, s->conn, m, err);
 }
 
 static void send_error(server *s, rh_tp_conn *c, int code, const char *text)
@@ -88,7 +116,9 @@ static void send_error(server *s, rh_tp_conn *c, int code, const char *text)
 	         text);
 	uint8_t buf[512];
 	size_t n = rh_msg_encode(&m, buf, sizeof buf);
+	pthread_mutex_lock(&s->send_lock);
 	rh_tp_send(c, buf, n, 500, NULL);
+	pthread_mutex_unlock(&s->send_lock);
 }
 
 /* Refuse every further CPU server while one is served. */
@@ -170,7 +200,7 @@ static int on_types(server *s, const rh_msg_types *t, rh_error *err)
 	    RH_OK)
 		return RH_EPEER;
 	rh_log(RH_LOG_INFO, "tracerd", "received a type table of %u types", s->types.n - 1);
-	return RH_OK;
+	return rh_dgc_set_types(s->dgc, (const char *)s->types_buf, s->types_total, err);
 }
 
 /* Serve one connected, authenticated CPU server until it leaves. */
@@ -210,6 +240,8 @@ static int serve(server *s, rh_error *err)
 	s->st.regions_hosted = h->part.n_regions;
 	s->st.last_heartbeat_ns = rh_now_ns();
 	pthread_mutex_unlock(&s->st_lock);
+	if ((rc = rh_dgc_open(&s->dgc, cfg, &h->part, h->meta, dgc_send, s, err)) != RH_OK)
+		return rc;
 	set_state(s, "serving", NULL);
 	rh_log(RH_LOG_INFO, "tracerd", "serving partition %u [%#llx, +%llu MiB)", h->part.index,
 	       (unsigned long long)h->part.base, (unsigned long long)(h->part.size >> 20));
@@ -225,6 +257,8 @@ static int serve(server *s, rh_error *err)
 			write_status(s);
 			s->next_status_ns = now + 1000000000ull;
 		}
+		if (rh_dgc_status(s->dgc, err) != RH_OK)
+			return RH_EPEER; /* the ERROR went out already */
 		if (rc == RH_ETIMEDOUT) {
 			pthread_mutex_lock(&s->st_lock);
 			uint64_t last = s->st.last_heartbeat_ns;
@@ -259,6 +293,12 @@ static int serve(server *s, rh_error *err)
 					return rc;
 				}
 			}
+			/* The marking thread forgets them, in order with what
+			 * follows (an EVACUATE may reuse them as destinations). */
+			if ((rc = rh_dgc_post(s->dgc, s->msg, len, err)) != RH_OK) {
+				send_error(s, c, rc, err->msg);
+				return rc;
+			}
 			pthread_mutex_lock(&s->st_lock);
 			s->st.regions_freed += m.u.free.n;
 			pthread_mutex_unlock(&s->st_lock);
@@ -268,6 +308,12 @@ static int serve(server *s, rh_error *err)
 				return rc;
 			break;
 		case RH_MSG_PING: {
+			/* While the marking thread is sending, its messages keep
+			 * the CPU server hearing from us; waiting for it here
+			 * could stall this receive loop behind a full channel. */
+			if (pthread_mutex_trylock(&s->send_lock) != 0)
+				break;
+			pthread_mutex_unlock(&s->send_lock);
 			rh_msg pong = m;
 			pong.type = RH_MSG_PONG;
 			if ((rc = send_msg(s, c, &pong, err)) != RH_OK)
@@ -275,6 +321,15 @@ static int serve(server *s, rh_error *err)
 			break;
 		}
 		case RH_MSG_PONG:
+			break;
+		case RH_MSG_REGIONS:
+		case RH_MSG_ROOTS:
+		case RH_MSG_EVACUATE:
+			/* The marking thread checks them against its state. */
+			if ((rc = rh_dgc_post(s->dgc, s->msg, len, err)) != RH_OK) {
+				send_error(s, c, rc, err->msg);
+				return rc;
+			}
 			break;
 		case RH_MSG_BYE:
 			rh_log(RH_LOG_INFO, "tracerd", "CPU server said BYE");
@@ -295,6 +350,7 @@ int rh_server_run(const rh_server_opts *o, rh_error *err)
 		return rh_err_set(err, RH_ENOMEM, "tracer: out of memory");
 	s->o = o;
 	pthread_mutex_init(&s->st_lock, NULL);
+	pthread_mutex_init(&s->send_lock, NULL);
 	rh_typetab_init(&s->types);
 	const rh_config *cfg = o->cfg;
 	int rc = rh_host_open(&s->host, cfg, o->index, err);
@@ -336,6 +392,8 @@ int rh_server_run(const rh_server_opts *o, rh_error *err)
 	set_state(s, "serving", "cpu-server");
 	pthread_create(&s->refuser, NULL, refuser_main, s);
 	rc = serve(s, err);
+	rh_dgc_close(s->dgc);
+	s->dgc = NULL;
 	atomic_store(&s->refuser_stop, 1);
 	pthread_join(s->refuser, NULL);
 	if (rc == RH_OK)
@@ -355,6 +413,7 @@ out:
 	if (o->status_path)
 		unlink(o->status_path);
 	pthread_mutex_destroy(&s->st_lock);
+	pthread_mutex_destroy(&s->send_lock);
 	free(s);
 	return rc;
 }

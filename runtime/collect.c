@@ -66,6 +66,12 @@ static void precise_root(void *ctx, void **slot)
 {
 	rh_gc *g = ctx;
 	uintptr_t v = (uintptr_t)*slot;
+	/* A frame or global into a region its tracer evacuates: fixed and
+	 * shipped as a root after this collection. */
+	if (!rh_in_heap(g->h, (uintptr_t)slot) && rh_cssc_cand(g->h, v)) {
+		rh_cssc_note(g->h, slot);
+		return;
+	}
 	if (!rh_marker_in_set(&g->h->marker, v))
 		return;
 	add_slot(g, slot);
@@ -76,7 +82,13 @@ static void conservative_root(void *ctx, uintptr_t w)
 {
 	rh_gc *g = ctx;
 	rh_heap *h = g->h;
-	if (!rh_in_heap(h, w) || !h->in_cset[rh_region_index(h, w)])
+	if (!rh_in_heap(h, w))
+		return;
+	/* Conservatively referenced objects never move: their tracer keeps
+	 * the region this time. */
+	if (h->offload_active && h->offload[rh_region_index(h, w)])
+		rh_cssc_drop(h, rh_region_index(h, w));
+	if (!h->in_cset[rh_region_index(h, w)])
 		return;
 	rh_region *r = rh_region_head(h, rh_region_of(h, w));
 	if (!r->starts_valid)
@@ -200,7 +212,9 @@ static void choose_set(rh_gc *g)
 			eden_bytes += r->top - r->start;
 			g->eden_bytes += r->top - r->start;
 		} else if (cand && r->kind == RH_REGION_OLD && r->live_known &&
-		           r->index + 1 != h->dest_region) {
+		           r->index + 1 != h->dest_region && !h->offload[i] &&
+		           !(h->offload_on &&
+		             rh_swap_region_evicted_pct(h->swap, i, r->top - r->start) >= 50)) {
 			uint64_t used = r->top - r->start;
 			if (used && (used - r->live_bytes) * 100 >= used * 35)
 				cand[n_cand++] = r;
@@ -340,6 +354,10 @@ static void fix_field(void *ctx, void **slot)
 	*slot = (void *)v;
 	if (!rh_is_ref(h, v))
 		return;
+	if (rh_cssc_cand(h, v)) {
+		rh_cssc_note(h, slot); /* remembered once its target has moved */
+		return;
+	}
 	uint32_t si = rh_region_index(h, (uintptr_t)slot);
 	/* New survivor regions (eden kind, outside the set) need no entries:
 	 * they are always traced. Kept eden regions become old: they do. */
@@ -409,6 +427,7 @@ static void keep_region(rh_gc *g, rh_region *r)
 	r->live_bytes = live;
 	r->live_known = 1;
 	r->survivals++;
+	r->ident++; /* fillers replaced objects in place */
 }
 
 /* Eden about the size of the old generation (young data is allocated in
@@ -567,6 +586,8 @@ static void collect(rh_heap *h, rh_gc_kind kind)
 	uint64_t t_work = rh_now_ns();
 	if (h->dest_region && kind == RH_GC_FULL)
 		h->dest_region = 0;
+	if (kind == RH_GC_PARTIAL)
+		rh_cssc_choose(h);
 	choose_set(&g);
 	if (h->dest_region && h->in_cset[h->dest_region - 1])
 		h->dest_region = 0;
@@ -627,6 +648,7 @@ static void collect(rh_heap *h, rh_gc_kind kind)
 	pthread_mutex_unlock(&h->stats_lock);
 	free(g.slots);
 	free(g.live);
+	rh_cssc_finish(h, kind);
 
 	if (h->verify) {
 		rh_emit(h, kind, RH_PHASE_VERIFY, 1);

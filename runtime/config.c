@@ -109,6 +109,7 @@ void rh_config_default(rh_config *cfg)
 	cfg->tracer_threads = 1;
 	cfg->reorder = 1;
 	cfg->verify = 0;
+	cfg->remark = 1;
 }
 
 /* ------------------------------------------------------------------ validation */
@@ -381,6 +382,7 @@ static int check(const struct ctx *c, rh_config *cfg)
 	cfg->offload = !!cfg->offload;
 	cfg->reorder = !!cfg->reorder;
 	cfg->verify = !!cfg->verify;
+	cfg->remark = !!cfg->remark;
 	return 0;
 }
 
@@ -590,9 +592,9 @@ static const char *const heap_keys[] = {"base", "size", "region_size", NULL};
 static const char *const cache_keys[] = {"fraction", NULL};
 static const char *const transport_keys[] = {"provider", "timeout_ms", NULL};
 static const char *const server_keys[] = {"host", "port", "partition_size", NULL};
-static const char *const gc_keys[] = {"pause_budget_ms", "order",   "young_fraction",
-                                      "full_threshold",  "offload", "tracer_threads",
-                                      "reorder",         "verify",  NULL};
+static const char *const gc_keys[] = {
+        "pause_budget_ms", "order",   "young_fraction", "full_threshold", "offload",
+        "tracer_threads",  "reorder", "verify",         "remark",         NULL};
 
 #define GET(obj, k) json_object_get(obj, k)
 
@@ -670,7 +672,8 @@ static int parse_gc(const struct ctx *c, const json_t *gc, rh_config *cfg)
 	    (rc = j_int(c, "gc.tracer_threads", GET(gc, "tracer_threads"), 1, TRACER_THREADS_MAX,
 	                &threads)) ||
 	    (rc = j_bool(c, "gc.reorder", GET(gc, "reorder"), &cfg->reorder)) ||
-	    (rc = j_bool(c, "gc.verify", GET(gc, "verify"), &cfg->verify)))
+	    (rc = j_bool(c, "gc.verify", GET(gc, "verify"), &cfg->verify)) ||
+	    (rc = j_bool(c, "gc.remark", GET(gc, "remark"), &cfg->remark)))
 		return rc;
 	cfg->tracer_threads = (int)threads;
 	return 0;
@@ -891,6 +894,8 @@ char *rh_config_to_json(const rh_config *cfg)
 	put(gc, "tracer_threads", json_integer(cfg->tracer_threads), &ok);
 	put(gc, "reorder", json_boolean(cfg->reorder), &ok);
 	put(gc, "verify", json_boolean(cfg->verify), &ok);
+	if (!cfg->remark) /* a debug switch: only shown when set */
+		put(gc, "remark", json_boolean(cfg->remark), &ok);
 	put(root, "gc", gc, &ok);
 	if (cfg->secret_file[0])
 		put(root, "secret_file", bounded_string(cfg->secret_file, RH_PATH_MAX), &ok);

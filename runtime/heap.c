@@ -46,8 +46,9 @@ static int init_regions(rh_heap *h, rh_error *err)
 {
 	h->regions = calloc(h->n_regions, sizeof *h->regions);
 	h->in_cset = calloc(h->n_regions, 1);
+	h->offload = calloc(h->n_regions, 1);
 	h->free_list = calloc(h->n_regions, sizeof *h->free_list);
-	if (!h->regions || !h->in_cset || !h->free_list)
+	if (!h->regions || !h->in_cset || !h->offload || !h->free_list)
 		return rh_err_set(err, RH_ENOMEM, "heap: cannot allocate %u region descriptors",
 		                  h->n_regions);
 	for (uint32_t i = 0; i < h->n_regions; i++) {
@@ -113,6 +114,8 @@ static int open_remote(rh_heap *h, rh_error *err)
 	h->freed = malloc(h->n_regions * sizeof *h->freed);
 	if (!h->freed)
 		return rh_err_set(err, RH_ENOMEM, "heap: out of memory");
+	h->offload_on = h->cfg.offload;
+	h->tracer_ns_per_byte = 3.0; /* remark + copy on a tracer, until measured */
 	return rh_swap_open(&so, &h->swap, err);
 }
 
@@ -240,6 +243,8 @@ void rh_heap_close(rh_heap *h)
 	rh_typetab_free(&h->types);
 	free(h->regions);
 	free(h->in_cset);
+	free(h->offload);
+	free(h->tslots);
 	free(h->free_list);
 	free(h->globals);
 	free(h->ranges);

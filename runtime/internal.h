@@ -166,7 +166,19 @@ struct rh_heap {
 	rh_fatal_fn fatal_fn;
 	void *fatal_data;
 	atomic_bool failed;
+
+	/* Distributed collection (cssc.c), disaggregated heaps with offload. */
+	bool offload_on;
+	bool offload_active; /* this pause has tracer candidates */
+	uint8_t *offload;    /* per region: RH_OFF_* */
+	void ***tslots;      /* slots holding references into candidates */
+	size_t n_tslots, cap_tslots;
+	double tracer_ns_per_byte; /* measured remark + evacuation cost on tracers */
+	uint64_t cssc_id;
+	uint64_t remote_marked_seen; /* MARKED entries already counted in stats */
 };
+
+enum { RH_OFF_NONE = 0, RH_OFF_CAND = 1, RH_OFF_MOVED = 2 };
 
 /* ---- regions (region.c) ---- */
 static inline uint32_t rh_region_index(const rh_heap *h, uintptr_t a)
@@ -195,6 +207,11 @@ static inline bool rh_is_ref(const rh_heap *h, uintptr_t v)
 int64_t rh_region_take(rh_heap *h, rh_region_kind kind);
 /* The same for a copy destination: not zeroed (never read past its top). */
 int64_t rh_region_take_dest(rh_heap *h, rh_region_kind kind);
+/* A free region among [lo, lo + n) that is not warm, for a tracer's
+ * evacuation (alloc_lock held); -1 if none. */
+int64_t rh_region_take_in(rh_heap *h, uint32_t lo, uint32_t n, rh_region_kind kind);
+/* Release without keeping the region warm (its pages were a tracer's). */
+void rh_region_release_cold(rh_heap *h, rh_region *r);
 /* Take `n` contiguous free regions for a humongous object; -1 if none. */
 int64_t rh_region_take_span(rh_heap *h, uint32_t n);
 /* Return a region (and a humongous span) to the free list, dropping its
@@ -233,6 +250,20 @@ void rh_bq_flush(rh_mutator *m);
 int rh_collect_for_alloc(rh_heap *h, rh_mutator *self, int full);
 size_t rh_verify_heap(rh_heap *h);
 void rh_emit(rh_heap *h, rh_gc_kind kind, rh_phase ph, int begin);
+
+/* ---- distributed collection (cssc.c) ---- */
+/* Choose the regions tracers will evacuate in this partial pause. */
+void rh_cssc_choose(rh_heap *h);
+/* After the CPU server's own collection: tracers remark and evacuate the
+ * chosen regions, references to them are fixed, and every tracer gets the
+ * new region table and roots for concurrent marking. */
+void rh_cssc_finish(rh_heap *h, rh_gc_kind kind);
+static inline bool rh_cssc_cand(const rh_heap *h, uintptr_t v)
+{
+	return h->offload_active && rh_is_ref(h, v) && h->offload[rh_region_index(h, v)];
+}
+void rh_cssc_note(rh_heap *h, void **slot);
+void rh_cssc_drop(rh_heap *h, uint32_t region);
 
 /* ---- stats (stats.c) ---- */
 void rh_stats_record_pause(rh_heap *h, rh_gc_kind kind, uint64_t ns);

@@ -95,8 +95,24 @@ static int64_t take(rh_heap *h, rh_region_kind kind, bool zero)
 	r->live_bytes = 0;
 	r->live_known = 0;
 	r->survivals = 0;
+	r->ident++;
 	set_kind(h, r, kind);
 	return i;
+}
+
+int64_t rh_region_take_in(rh_heap *h, uint32_t lo, uint32_t n, rh_region_kind kind)
+{
+	/* Warm regions are resident here with stale bytes: a tracer cannot
+	 * write into them behind the page cache's back. */
+	for (uint32_t k = h->n_free; k-- > 0;) {
+		uint32_t idx = h->free_list[k];
+		if (idx - lo < n && !h->regions[idx].warm) {
+			h->free_list[k] = h->free_list[h->n_free - 1];
+			h->free_list[h->n_free - 1] = idx;
+			return take(h, kind, false);
+		}
+	}
+	return -1;
 }
 
 int64_t rh_region_take_span(rh_heap *h, uint32_t n)
@@ -168,6 +184,11 @@ static void release_one(rh_heap *h, rh_region *r, bool keep_warm)
 	r->starts_valid = 0;
 	set_kind(h, r, RH_REGION_FREE);
 	h->free_list[h->n_free++] = r->index;
+}
+
+void rh_region_release_cold(rh_heap *h, rh_region *r)
+{
+	release_one(h, r, false);
 }
 
 void rh_region_release(rh_heap *h, rh_region *r)

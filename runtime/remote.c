@@ -24,8 +24,16 @@ struct rh_remote {
 	size_t n_hosts;
 	uint64_t *last_heard; /* per host, ns; under lock */
 	uint32_t *free_acked; /* per host: seq of the last FREE done; under lock */
-	pthread_mutex_t lock; /* send buffer, last_heard, free_acked */
-	pthread_cond_t cond;  /* free_acked advanced, or the monitor ended */
+	pthread_mutex_t lock; /* last_heard, free_acked, marked, evac */
+	pthread_cond_t cond;  /* free_acked advanced, an evacuation ended, or the monitor ended */
+	/* Sends only: never held while waiting for another lock, so the
+	 * monitor keeps receiving while a large message goes out. */
+	pthread_mutex_t send_lock;
+	uint32_t n_regions;
+	rh_marked_desc *marked; /* per region: the last MARKED report (ident 0: none) */
+	uint8_t *has_marked;
+	uint64_t n_marked;    /* MARKED entries received */
+	rh_remote_evac *evac; /* per host: the EVACUATE in progress */
 	uint8_t buf[RH_PROTO_MAX];
 	uint8_t rbuf[RH_PROTO_MAX];
 	pthread_t monitor;
@@ -39,13 +47,13 @@ struct rh_remote {
 
 static int send_to(rh_remote *r, size_t i, rh_msg *m, rh_error *err)
 {
-	pthread_mutex_lock(&r->lock);
+	pthread_mutex_lock(&r->send_lock);
 	m->seq = ++r->seq;
 	size_t n = rh_msg_encode(m, r->buf, sizeof r->buf);
 	int rc = n ? rh_tp_send(r->hosts[i].conn, r->buf, n, (int)r->cfg->timeout_ms, err)
 	           : rh_err_set(err, RH_EINVAL, "control path: cannot encode %s",
 	                        rh_msg_type_name(m->type));
-	pthread_mutex_unlock(&r->lock);
+	pthread_mutex_unlock(&r->send_lock);
 	if (rc != RH_OK) {
 		char cause[sizeof err->msg];
 		snprintf(cause, sizeof cause, "%s", err->msg);
@@ -80,13 +88,87 @@ static int on_message(rh_remote *r, size_t i, size_t len)
 		lose(r, i, m.u.error.text);
 		return -1;
 	}
+	const char *bad = NULL;
 	pthread_mutex_lock(&r->lock);
 	r->last_heard[i] = rh_now_ns();
-	if (m.type == RH_MSG_FREE_OK) {
+	rh_remote_evac *ev = &r->evac[i];
+	switch (m.type) {
+	case RH_MSG_FREE_OK:
 		r->free_acked[i] = m.seq;
 		pthread_cond_broadcast(&r->cond);
+		break;
+	case RH_MSG_MARKED:
+		for (uint32_t k = 0; k < m.u.marked.n && !bad; k++) {
+			rh_marked_desc d;
+			rh_msg_marked_get(&m.u.marked, k, &d);
+			const rh_partition *p = &r->hosts[i].part;
+			if (d.region - p->first_region >= p->n_regions) {
+				bad = "MARKED names a region outside its partition";
+				break;
+			}
+			r->marked[d.region] = d;
+			r->has_marked[d.region] = 1;
+			r->n_marked++;
+		}
+		break;
+	case RH_MSG_EVAC_REFS:
+		if (!ev->want || ev->done || m.u.evac_refs.id != ev->id) {
+			bad = "EVAC_REFS for no EVACUATE in progress";
+			break;
+		}
+		if (ev->n_pairs + m.u.evac_refs.n > ev->cap_pairs) {
+			size_t cap = ev->cap_pairs ? ev->cap_pairs : 4096;
+			while (cap < ev->n_pairs + m.u.evac_refs.n)
+				cap *= 2;
+			rh_ref_pair *p = realloc(ev->pairs, cap * sizeof *p);
+			if (!p) {
+				bad = "out of memory for EVAC_REFS";
+				break;
+			}
+			ev->pairs = p;
+			ev->cap_pairs = cap;
+		}
+		for (uint32_t k = 0; k < m.u.evac_refs.n; k++)
+			rh_msg_evac_refs_get(&m.u.evac_refs, k, &ev->pairs[ev->n_pairs++]);
+		break;
+	case RH_MSG_EVACUATED: {
+		const rh_msg_evacuated *ed = &m.u.evacuated;
+		if (!ev->want || ev->done || ed->id != ev->id || ed->n_src != ev->n_src ||
+		    ed->n_dst != ev->n_dst) {
+			bad = "EVACUATED does not answer the EVACUATE in progress";
+			break;
+		}
+		for (uint32_t k = 0; k < ed->n_src && !bad; k++) {
+			rh_evac_src s;
+			rh_msg_evacuated_src(ed, k, &s);
+			if (s.region != ev->src[k].region)
+				bad = "EVACUATED lists other source regions than asked";
+			ev->src[k] = s;
+		}
+		for (uint32_t k = 0; k < ed->n_dst && !bad; k++) {
+			rh_evac_dst d;
+			rh_msg_evacuated_dst(ed, k, &d);
+			if (d.region != ev->dst[k].region)
+				bad = "EVACUATED lists other destination regions than granted";
+			ev->dst[k] = d;
+		}
+		ev->remark_ns = ed->remark_ns;
+		ev->evac_ns = ed->evac_ns;
+		ev->bytes_copied = ed->bytes_copied;
+		ev->objects_copied = ed->objects_copied;
+		ev->pages_rescanned = ed->pages_rescanned;
+		ev->done = true;
+		pthread_cond_broadcast(&r->cond);
+		break;
+	}
+	default:
+		break;
 	}
 	pthread_mutex_unlock(&r->lock);
+	if (bad) {
+		lose(r, i, bad);
+		return -1;
+	}
 	return 0;
 }
 
@@ -230,9 +312,14 @@ int rh_remote_open(const rh_config *cfg, void (*fatal)(void *, const rh_error *)
 	r->hosts = calloc(r->n_hosts, sizeof *r->hosts);
 	r->last_heard = calloc(r->n_hosts, sizeof *r->last_heard);
 	r->free_acked = calloc(r->n_hosts, sizeof *r->free_acked);
+	r->n_regions = (uint32_t)(cfg->heap_size / cfg->region_size);
+	r->marked = calloc(r->n_regions, sizeof *r->marked);
+	r->has_marked = calloc(r->n_regions, 1);
+	r->evac = calloc(r->n_hosts, sizeof *r->evac);
+	pthread_mutex_init(&r->send_lock, NULL);
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_cond_init(&r->cond, NULL);
-	int rc = r->hosts && r->last_heard && r->free_acked
+	int rc = r->hosts && r->last_heard && r->free_acked && r->marked && r->has_marked && r->evac
 	                 ? RH_OK
 	                 : rh_err_set(err, RH_ENOMEM, "control path: out of memory");
 	for (size_t i = 0; rc == RH_OK && i < r->n_hosts; i++)
@@ -269,7 +356,16 @@ void rh_remote_close(rh_remote *r)
 		rh_tp_close(r->hosts[i].conn);
 	}
 	pthread_mutex_destroy(&r->lock);
+	pthread_mutex_destroy(&r->send_lock);
 	pthread_cond_destroy(&r->cond);
+	for (size_t i = 0; r->evac && i < r->n_hosts; i++) {
+		free(r->evac[i].pairs);
+		free(r->evac[i].src);
+		free(r->evac[i].dst);
+	}
+	free(r->evac);
+	free(r->marked);
+	free(r->has_marked);
 	free(r->hosts);
 	free(r->last_heard);
 	free(r->free_acked);
@@ -360,4 +456,98 @@ int rh_remote_free(rh_remote *r, const uint32_t *regions, size_t n, uint32_t reg
 bool rh_remote_lost(rh_remote *r)
 {
 	return atomic_load(&r->lost);
+}
+
+int rh_remote_send(rh_remote *r, size_t host, rh_msg *m, rh_error *err)
+{
+	return send_to(r, host, m, err);
+}
+
+size_t rh_remote_host_of(rh_remote *r, uint32_t region)
+{
+	for (size_t i = 0; i < r->n_hosts; i++)
+		if (region - r->hosts[i].part.first_region < r->hosts[i].part.n_regions)
+			return i;
+	return SIZE_MAX;
+}
+
+bool rh_remote_marked(rh_remote *r, uint32_t region, rh_marked_desc *out)
+{
+	pthread_mutex_lock(&r->lock);
+	bool has = r->has_marked[region];
+	if (has)
+		*out = r->marked[region];
+	pthread_mutex_unlock(&r->lock);
+	return has;
+}
+
+void rh_remote_forget_marked(rh_remote *r, uint32_t region)
+{
+	pthread_mutex_lock(&r->lock);
+	r->has_marked[region] = 0;
+	pthread_mutex_unlock(&r->lock);
+}
+
+uint64_t rh_remote_marked_total(rh_remote *r)
+{
+	pthread_mutex_lock(&r->lock);
+	uint64_t n = r->n_marked;
+	pthread_mutex_unlock(&r->lock);
+	return n;
+}
+
+int rh_remote_evacuate(rh_remote *r, size_t host, uint64_t id, uint32_t flags, const uint32_t *src,
+                       uint32_t n_src, const uint32_t *dst, uint32_t n_dst, rh_error *err)
+{
+	uint32_t *all = malloc(((size_t)n_src + n_dst) * sizeof *all);
+	pthread_mutex_lock(&r->lock);
+	rh_remote_evac *ev = &r->evac[host];
+	free(ev->src);
+	free(ev->dst);
+	ev->src = calloc(n_src ? n_src : 1, sizeof *ev->src);
+	ev->dst = calloc(n_dst ? n_dst : 1, sizeof *ev->dst);
+	bool ok = all && ev->src && ev->dst;
+	for (uint32_t k = 0; ok && k < n_src; k++)
+		ev->src[k].region = src[k];
+	for (uint32_t k = 0; ok && k < n_dst; k++)
+		ev->dst[k].region = dst[k];
+	ev->id = id;
+	ev->n_src = n_src;
+	ev->n_dst = n_dst;
+	ev->n_pairs = 0;
+	ev->done = false;
+	ev->want = ok;
+	pthread_mutex_unlock(&r->lock);
+	if (!ok) {
+		free(all);
+		return rh_err_set(err, RH_ENOMEM, "control path: out of memory for EVACUATE");
+	}
+	memcpy(all, src, n_src * sizeof *all);
+	memcpy(all + n_src, dst, n_dst * sizeof *all);
+	rh_msg m = {.type = RH_MSG_EVACUATE};
+	m.u.evacuate = (rh_msg_evacuate){id, flags, n_src, n_dst, all};
+	int rc = send_to(r, host, &m, err);
+	free(all);
+	return rc;
+}
+
+int rh_remote_evac_wait(rh_remote *r, size_t host, rh_remote_evac **out, rh_error *err)
+{
+	int rc = RH_OK;
+	pthread_mutex_lock(&r->lock);
+	rh_remote_evac *ev = &r->evac[host];
+	while (!ev->done) {
+		/* A tracer that dies or hangs is declared lost by the monitor,
+		 * which ends the wait. */
+		if (atomic_load(&r->lost)) {
+			rc = rh_err_set(err, RH_EPEER, "%s: lost during an evacuation",
+			                r->hosts[host].name);
+			break;
+		}
+		rh_cond_wait_ms(&r->cond, &r->lock, 20);
+	}
+	ev->want = false;
+	pthread_mutex_unlock(&r->lock);
+	*out = ev;
+	return rc;
 }

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 
 #include "common/common.h"
+#include "gc/proto.h"
 #include "swap/swap.h"
 
 typedef struct rh_remote rh_remote;
@@ -25,5 +26,30 @@ int rh_remote_send_types(rh_remote *r, const char *json, rh_error *err);
 int rh_remote_free(rh_remote *r, const uint32_t *regions, size_t n, uint32_t region_shift,
                    uint64_t heap_base, rh_error *err);
 bool rh_remote_lost(rh_remote *r);
+int rh_remote_send(rh_remote *r, size_t host, rh_msg *m, rh_error *err);
+/* The host whose partition holds a region (SIZE_MAX if none). */
+size_t rh_remote_host_of(rh_remote *r, uint32_t region);
+
+/* Concurrent marking results: the last MARKED report for a region. */
+bool rh_remote_marked(rh_remote *r, uint32_t region, rh_marked_desc *out);
+void rh_remote_forget_marked(rh_remote *r, uint32_t region);
+uint64_t rh_remote_marked_total(rh_remote *r);
+
+/* One host's answer to an EVACUATE (filled by the monitor thread). */
+typedef struct rh_remote_evac {
+	uint64_t id;
+	bool want, done;
+	uint32_t n_src, n_dst;
+	rh_evac_src *src;
+	rh_evac_dst *dst;
+	rh_ref_pair *pairs;
+	size_t n_pairs, cap_pairs;
+	uint64_t remark_ns, evac_ns, bytes_copied, objects_copied, pages_rescanned;
+} rh_remote_evac;
+int rh_remote_evacuate(rh_remote *r, size_t host, uint64_t id, uint32_t flags, const uint32_t *src,
+                       uint32_t n_src, const uint32_t *dst, uint32_t n_dst, rh_error *err);
+/* Wait for that host's EVACUATED; *out stays valid until its next
+ * EVACUATE. */
+int rh_remote_evac_wait(rh_remote *r, size_t host, rh_remote_evac **out, rh_error *err);
 
 #endif

@@ -90,8 +90,8 @@ char *rh_stats_json(rh_heap *h)
 {
 	rh_stats s;
 	rh_stats_get(h, &s);
-	static const char *const phases[RH_PHASE_COUNT] = {"stop",  "roots",   "mark",  "evacuate",
-	                                                   "fixup", "reclaim", "verify"};
+	static const char *const phases[RH_PHASE_COUNT] = {"stop",  "roots",   "mark",   "evacuate",
+	                                                   "fixup", "reclaim", "remote", "verify"};
 	json_t *o = json_object();
 	json_t *ph = json_object(), *hist = json_array();
 	for (int i = 0; i < RH_PHASE_COUNT; i++)
@@ -125,6 +125,11 @@ char *rh_stats_json(rh_heap *h)
 	F(regions_old);
 	F(regions_humongous);
 	F(peak_used_bytes);
+	F(regions_marked_remote);
+	F(regions_evacuated_remote);
+	F(bytes_copied_remote);
+	F(csscs);
+	F(remote_refs_fixed);
 #undef F
 	json_object_set_new(o, "p50_pause_ns",
 	                    json_integer((json_int_t)rh_stats_pause_percentile(h, 50)));

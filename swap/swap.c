@@ -243,3 +243,31 @@ void rh_swap_set_readahead(rh_swap *s, uint32_t pages)
 	uint32_t max = (uint32_t)(s->fbuf_len / RH_PAGE_SIZE) - 1;
 	__atomic_store_n(&s->readahead, pages < max ? pages : max, __ATOMIC_RELAXED);
 }
+
+void rh_swap_region_filled(rh_swap *s, uint32_t region, size_t bytes)
+{
+	uintptr_t start = s->base + ((uintptr_t)region << s->region_shift);
+	size_t pg0 = rh_swap_page(s, start);
+	size_t n = (bytes + RH_PAGE_SIZE - 1) / RH_PAGE_SIZE;
+	pthread_mutex_lock(&s->lock);
+	for (size_t i = 0; i < n && i < s->pages_per_region; i++)
+		if (rh_swap_get(s, pg0 + i) == RH_PAGE_INIT)
+			rh_swap_set(s, pg0 + i, RH_PAGE_EVICTED);
+	pthread_mutex_unlock(&s->lock);
+}
+
+unsigned rh_swap_region_evicted_pct(rh_swap *s, uint32_t region, size_t bytes)
+{
+	uintptr_t start = s->base + ((uintptr_t)region << s->region_shift);
+	size_t pg0 = rh_swap_page(s, start);
+	size_t n = (bytes + RH_PAGE_SIZE - 1) / RH_PAGE_SIZE, ev = 0;
+	if (n > s->pages_per_region)
+		n = s->pages_per_region;
+	if (!n)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		uint8_t st = rh_swap_get(s, pg0 + i);
+		ev += st == RH_PAGE_EVICTED || st == RH_PAGE_EVICTING;
+	}
+	return (unsigned)(ev * 100 / n);
+}

@@ -71,6 +71,12 @@ void rh_swap_close(rh_swap *s);
  * tells the host to release them). Safe while the swap threads run. */
 void rh_swap_region_freed(rh_swap *s, uint32_t region);
 
+/* A tracer wrote [start, start + bytes) of a free region (an evacuation
+ * destination): its pages are fetched from there on first touch. */
+void rh_swap_region_filled(rh_swap *s, uint32_t region, size_t bytes);
+/* Percentage of the region's first `bytes` held only by its host. */
+unsigned rh_swap_region_evicted_pct(rh_swap *s, uint32_t region, size_t bytes);
+
 /* Evict every resident page of a region (e.g. before handing the region to
  * its tracer). Blocks until done. */
 int rh_swap_flush_region(rh_swap *s, uint32_t region, rh_error *err);

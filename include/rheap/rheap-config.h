@@ -70,6 +70,8 @@ typedef struct rh_config {
 	int tracer_threads; /* "tracer_threads": default 1 */
 	int reorder; /* "reorder": evacuate in traversal order (1, default) or address order (0) */
 	int verify;  /* "verify": run the heap verifier after every collection (0 default) */
+	int remark;  /* "remark": tracers remark before evacuating (1, default). Debug only:
+	                0 exists so a test can show the objects the remark saves */
 
 	/* "secret_file": path of a file (mode 0600 or stricter) holding the shared secret */
 	char secret_file[RH_PATH_MAX];

@@ -190,8 +190,9 @@ typedef enum rh_phase {
 	RH_PHASE_EVACUATE = 3,
 	RH_PHASE_FIXUP = 4,   /* updating references to moved objects */
 	RH_PHASE_RECLAIM = 5, /* freeing regions, rebuilding remsets */
-	RH_PHASE_VERIFY = 6,
-	RH_PHASE_COUNT = 7,
+	RH_PHASE_REMOTE = 6,  /* tracers remark and evacuate their regions (CSSC) */
+	RH_PHASE_VERIFY = 7,
+	RH_PHASE_COUNT = 8,
 } rh_phase;
 
 typedef enum rh_gc_kind {
@@ -243,6 +244,12 @@ typedef struct rh_stats {
 	uint64_t regions_old;
 	uint64_t regions_humongous;
 	uint64_t peak_used_bytes;
+	/* Distributed collection (docs/distributed-gc.md). */
+	uint64_t regions_marked_remote;    /* regions tracers reported marked (MARKED) */
+	uint64_t regions_evacuated_remote; /* regions tracers evacuated in CSSCs */
+	uint64_t bytes_copied_remote;      /* bytes tracers copied */
+	uint64_t csscs;                    /* pauses in which tracers evacuated */
+	uint64_t remote_refs_fixed;        /* external references to moved objects fixed */
 } rh_stats;
 
 RH_API void rh_stats_get(rh_heap *h, rh_stats *out);

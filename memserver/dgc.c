@@ -1,0 +1,857 @@
+/* Tracer-side marking, remark and evacuation (docs/distributed-gc.md).
+ *
+ * The partition's image is read in place: it is mapped at the heap's own
+ * addresses. While the VM runs, the CPU server writes pages back into it at
+ * any time, so concurrent marking trusts nothing it reads: a header that
+ * does not parse is deferred, a mark that turns out not to be an object
+ * start is dropped at the remark, and every page written back since a
+ * region's marking began is rescanned then (its eviction log says which).
+ * The remark runs with the world stopped and the region flushed, on a
+ * current image; only from then on is the image trusted, and a region that
+ * does not parse is a protocol error.
+ */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/common.h"
+#include "gc/bitmap.h"
+#include "gc/mark.h"
+#include "gc/object.h"
+#include "gc/region.h"
+#include "memserver/dgc.h"
+
+enum { T_NONE = 0, T_MARKED = 1 };
+#define STEP 4096 /* objects marked between looks at the inbox */
+#define PSEUDO_TYPES 0xff
+
+typedef struct treg {
+	uint32_t ident, top;
+	uint8_t kind, evicted_pct;
+	uint16_t survivals;
+	uint8_t state, busy, seen, moved;
+	uint64_t h0;              /* log head when marking began */
+	uint32_t *roots, *rroots; /* epoch roots; remark roots (word offsets) */
+	size_t n_roots, cap_roots, n_rroots, cap_rroots;
+	uintptr_t *order, *deferred;
+	size_t n_order, n_deferred;
+	uint64_t live;
+} treg;
+
+typedef struct inmsg {
+	struct inmsg *next;
+	size_t len;
+	uint8_t buf[];
+} inmsg;
+
+typedef struct {
+	uint32_t region;
+	uint64_t top;
+} dcur;
+
+struct rh_dgc {
+	const rh_config *cfg;
+	rh_partition part;
+	rh_region_meta *meta;
+	uint64_t region_size;
+	uint32_t region_shift, pages;
+	treg *r;
+	uint64_t *marks;  /* partition-wide, one bit per word */
+	uint64_t *starts; /* one region, one bit per word */
+	uint8_t *in_set;
+	uint64_t *live_tmp;
+	uint8_t *logged; /* one region, per page */
+	rh_marker mk;
+	rh_type_table types;
+	bool have_types;
+	uintptr_t cur_start, cur_end; /* the region being marked */
+	bool cur_remark;
+
+	rh_dgc_send_fn send;
+	void *send_ctx;
+	pthread_t thr;
+	bool started;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	inmsg *in_head, *in_tail;
+	bool stop;
+	int failed;
+	rh_error fail_err;
+	rh_dgc_stats st;
+};
+
+static void *grow(void *p, size_t *cap, size_t need, size_t elem)
+{
+	if (need <= *cap)
+		return p;
+	size_t n = *cap ? *cap : 256;
+	while (n < need)
+		n *= 2;
+	void *q = realloc(p, n * elem);
+	if (!q)
+		rh_panic("tracer: out of memory (%zu entries)", n);
+	*cap = n;
+	return q;
+}
+
+static uintptr_t rstart(const rh_dgc *d, uint32_t l)
+{
+	return d->part.base + ((uintptr_t)l << d->region_shift);
+}
+
+static void reset_region(rh_dgc *d, uint32_t l)
+{
+	treg *t = &d->r[l];
+	free(t->order);
+	free(t->deferred);
+	t->order = t->deferred = NULL;
+	t->n_order = t->n_deferred = 0;
+	t->state = T_NONE;
+	t->live = 0;
+	t->busy = 0;
+	memset(&d->marks[(rstart(d, l) - d->part.base) >> 9], 0, d->region_size / 64);
+}
+
+/* Fail the thread: the protocol was broken. The ERROR goes to the CPU
+ * server, which then treats this tracer as lost. */
+static int fail(rh_dgc *d, const char *fmt, ...) RH_PRINTF(2, 3);
+static int fail(rh_dgc *d, const char *fmt, ...)
+{
+	char text[200];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof text, fmt, ap);
+	va_end(ap);
+	rh_log(RH_LOG_ERROR, "dgc", "%s", text);
+	rh_msg m = {.type = RH_MSG_ERROR};
+	m.u.error.code = RH_EPEER;
+	snprintf(m.u.error.text, sizeof m.u.error.text, "%s", text);
+	d->send(d->send_ctx, &m, NULL);
+	pthread_mutex_lock(&d->lock);
+	d->failed = RH_EPEER;
+	rh_err_set(&d->fail_err, RH_EPEER, "%s", text);
+	pthread_mutex_unlock(&d->lock);
+	return -1;
+}
+
+/* ---------------------------------------------------------------- marking */
+
+/* Concurrent marking: a header that parses inside the region's used part. */
+static int valid_obj(void *ctx, uintptr_t obj)
+{
+	rh_dgc *d = ctx;
+	if (obj < d->cur_start || obj >= d->cur_end)
+		return 0;
+	if (d->cur_remark)
+		return rh_bit_get(d->starts, (obj - d->cur_start) >> 3);
+	uint64_t h = rh_hdr((void *)obj);
+	return !rh_hdr_is_fwd(h) && rh_object_valid(&d->types, (void *)obj, d->cur_end - obj);
+}
+
+static void setup_marker(rh_dgc *d, uint32_t l)
+{
+	treg *t = &d->r[l];
+	rh_marker *mk = &d->mk;
+	rh_marker_reset(mk);
+	mk->tt = &d->types;
+	mk->heap_lo = d->part.base;
+	mk->heap_size = d->part.size;
+	mk->region_shift = d->region_shift;
+	memset(d->in_set, 0, d->part.n_regions);
+	d->in_set[l] = 1;
+	mk->in_set = d->in_set;
+	mk->mark_bits = d->marks;
+	mk->order_kind = d->cfg->order;
+	mk->live_bytes = d->live_tmp;
+	mk->valid = valid_obj;
+	mk->valid_ctx = d;
+	d->cur_start = rstart(d, l);
+	d->cur_end = d->cur_start + t->top;
+}
+
+static uint64_t live_of(rh_dgc *d, const uintptr_t *objs, size_t n)
+{
+	uint64_t live = 0;
+	for (size_t i = 0; i < n; i++) {
+		uintptr_t o = objs[i];
+		if (valid_obj(d, o) && rh_hdr_type(rh_hdr((void *)o)) != RH_FILLER_TYPE)
+			live += rh_hdr_bytes(rh_hdr((void *)o));
+	}
+	return live;
+}
+
+static bool inbox_waiting(rh_dgc *d)
+{
+	return __atomic_load_n(&d->in_head, __ATOMIC_ACQUIRE) != NULL;
+}
+
+static void mark_region(rh_dgc *d, uint32_t l)
+{
+	treg *t = &d->r[l];
+	rh_region_meta *m = &d->meta[l];
+	uint64_t t0 = rh_now_ns();
+	/* An eviction batch is writing the region: come back later (MSCT 1). */
+	if (__atomic_load_n(&m->tag, __ATOMIC_ACQUIRE) & RH_TAG_DIRTY) {
+		t->busy = 1;
+		return;
+	}
+	uint64_t h0 = __atomic_load_n(&m->log_head, __ATOMIC_ACQUIRE);
+	reset_region(d, l);
+	memset(d->live_tmp, 0, d->part.n_regions * sizeof *d->live_tmp);
+	d->cur_remark = false;
+	setup_marker(d, l);
+	for (size_t i = 0; i < t->n_roots; i++)
+		rh_marker_root(&d->mk, d->cur_start + (uintptr_t)t->roots[i] * 8);
+	while (rh_marker_drain_some(&d->mk, STEP)) {
+		if (inbox_waiting(d)) {
+			/* A pause or a new table: start this region over later. */
+			reset_region(d, l);
+			return;
+		}
+	}
+	t->h0 = h0;
+	t->n_order = d->mk.n_order;
+	t->order = malloc((t->n_order ? t->n_order : 1) * sizeof *t->order);
+	t->n_deferred = d->mk.n_deferred;
+	t->deferred = malloc((t->n_deferred ? t->n_deferred : 1) * sizeof *t->deferred);
+	if (!t->order || !t->deferred)
+		rh_panic("tracer: out of memory saving a region's marks");
+	memcpy(t->order, d->mk.order, t->n_order * sizeof *t->order);
+	memcpy(t->deferred, d->mk.deferred, t->n_deferred * sizeof *t->deferred);
+	t->live = live_of(d, t->order, t->n_order);
+	t->state = T_MARKED;
+
+	rh_marked_desc md = {.region = d->part.first_region + l,
+	                     .ident = t->ident,
+	                     .top = t->top,
+	                     .objects = (uint32_t)t->n_order,
+	                     .live_bytes = t->live};
+	rh_msg msg = {.type = RH_MSG_MARKED};
+	msg.u.marked.n = 1;
+	msg.u.marked.ents = &md;
+	rh_error e;
+	if (d->send(d->send_ctx, &msg, &e) != RH_OK)
+		rh_log(RH_LOG_WARN, "dgc", "sending MARKED: %s", e.msg);
+	pthread_mutex_lock(&d->lock);
+	d->st.bytes_traced += t->live;
+	d->st.regions_marked++;
+	d->st.mark_ns += rh_now_ns() - t0;
+	pthread_mutex_unlock(&d->lock);
+}
+
+/* Old regions mostly evicted, fewest survivals first, then the most
+ * evicted; a marked region whose log has advanced half a ring since is
+ * marked afresh, so that its remark stays a partial rescan. */
+static int64_t pick(rh_dgc *d)
+{
+	int64_t best = -1;
+	for (uint32_t l = 0; l < d->part.n_regions; l++) {
+		treg *t = &d->r[l];
+		if (t->kind != RH_REGION_OLD || !t->top || t->busy || t->evicted_pct < 50)
+			continue;
+		if (t->state == T_MARKED) {
+			uint64_t head = __atomic_load_n(&d->meta[l].log_head, __ATOMIC_ACQUIRE);
+			if (head - t->h0 <= RH_LOG_ENTRIES / 2)
+				continue;
+		}
+		if (best < 0) {
+			best = l;
+			continue;
+		}
+		treg *b = &d->r[best];
+		if ((t->state < b->state) ||
+		    (t->state == b->state &&
+		     (t->survivals < b->survivals ||
+		      (t->survivals == b->survivals && t->evicted_pct > b->evicted_pct))))
+			best = l;
+	}
+	return best;
+}
+
+/* ---------------------------------------------------------------- messages */
+
+static int local_of(rh_dgc *d, uint32_t region, uint32_t *l)
+{
+	if (region < d->part.first_region || region - d->part.first_region >= d->part.n_regions)
+		return -1;
+	*l = region - d->part.first_region;
+	return 0;
+}
+
+static int on_regions(rh_dgc *d, const rh_msg_regions *m)
+{
+	if (m->flags & RH_REGIONS_FIRST)
+		for (uint32_t l = 0; l < d->part.n_regions; l++)
+			d->r[l].seen = 0;
+	for (uint32_t i = 0; i < m->n; i++) {
+		rh_region_desc e;
+		rh_msg_regions_get(m, i, &e);
+		uint32_t l;
+		if (local_of(d, e.region, &l) < 0 || e.top > d->region_size)
+			return fail(d, "REGIONS: region %u (top %u) is not in partition %u",
+			            e.region, e.top, d->part.index);
+		treg *t = &d->r[l];
+		if (t->ident != e.ident || t->top != e.top || t->kind != e.kind) {
+			reset_region(d, l);
+			t->n_roots = 0;
+		}
+		t->ident = e.ident;
+		t->top = e.top;
+		t->kind = e.kind;
+		t->evicted_pct = e.evicted_pct;
+		t->survivals = e.survivals;
+		t->busy = 0;
+		t->seen = 1;
+	}
+	if (m->flags & RH_REGIONS_LAST)
+		for (uint32_t l = 0; l < d->part.n_regions; l++)
+			if (!d->r[l].seen && d->r[l].kind != RH_REGION_FREE) {
+				reset_region(d, l);
+				d->r[l].kind = RH_REGION_FREE;
+				d->r[l].top = 0;
+				d->r[l].n_roots = 0;
+			}
+	return 0;
+}
+
+static int on_roots(rh_dgc *d, const rh_msg_roots *m)
+{
+	uint32_t l;
+	if (local_of(d, m->region, &l) < 0)
+		return fail(d, "ROOTS: region %u is not in partition %u", m->region, d->part.index);
+	treg *t = &d->r[l];
+	bool remark = m->flags & RH_ROOTS_REMARK;
+	uint32_t **v = remark ? &t->rroots : &t->roots;
+	size_t *n = remark ? &t->n_rroots : &t->n_roots;
+	size_t *cap = remark ? &t->cap_rroots : &t->cap_roots;
+	if (m->flags & RH_ROOTS_FIRST)
+		*n = 0;
+	*v = grow(*v, cap, *n + m->n, sizeof **v);
+	for (uint32_t i = 0; i < m->n; i++) {
+		uint32_t off = rh_msg_roots_get(m, i);
+		if ((uint64_t)off * 8 >= d->region_size)
+			return fail(d, "ROOTS: offset %u words is outside region %u", off,
+			            m->region);
+		(*v)[(*n)++] = off;
+	}
+	return 0;
+}
+
+/* ---------------------------------------------------------------- remark */
+
+static int build_starts(rh_dgc *d, uint32_t l)
+{
+	uintptr_t s = rstart(d, l), end = s + d->r[l].top;
+	memset(d->starts, 0, d->region_size / 64);
+	for (uintptr_t p = s; p < end;) {
+		uint64_t h = rh_hdr((void *)p);
+		if (rh_hdr_is_fwd(h) || !rh_object_valid(&d->types, (void *)p, end - p))
+			return fail(d,
+			            "region %u is not parsable at +%#lx (header %#llx) after its "
+			            "flush",
+			            d->part.first_region + l, (unsigned long)(p - s),
+			            (unsigned long long)h);
+		rh_bit_set(d->starts, (p - s) >> 3);
+		p += rh_hdr_bytes(h);
+	}
+	return 0;
+}
+
+static bool overlaps_logged(rh_dgc *d, uintptr_t obj)
+{
+	size_t first = (obj - d->cur_start) >> RH_PAGE_SHIFT;
+	size_t last = (obj + rh_hdr_bytes(rh_hdr((void *)obj)) - 1 - d->cur_start) >> RH_PAGE_SHIFT;
+	for (size_t p = first; p <= last && p < d->pages; p++)
+		if (d->logged[p])
+			return true;
+	return false;
+}
+
+/* Remark region l (docs/distributed-gc.md, "Remark"). Leaves its marks,
+ * traversal order and live bytes in place for the evacuation. */
+static int remark(rh_dgc *d, uint32_t l, bool no_remark, uint64_t *pages_rescanned)
+{
+	treg *t = &d->r[l];
+	rh_marker *mk = &d->mk;
+	if (build_starts(d, l) < 0)
+		return -1;
+	bool was_marked = t->state == T_MARKED;
+	if (!was_marked)
+		reset_region(d, l);
+	d->cur_remark = true;
+	setup_marker(d, l);
+	/* Marks made from stale pages may sit inside objects: keep those at
+	 * object starts only (anything else was never an object). */
+	size_t kept = 0;
+	mk->order = grow(mk->order, &mk->cap_order, t->n_order, sizeof *mk->order);
+	for (size_t i = 0; i < t->n_order; i++) {
+		uintptr_t o = t->order[i];
+		size_t bit = (o - d->part.base) >> 3;
+		if (rh_bit_get(d->starts, (o - d->cur_start) >> 3))
+			mk->order[kept++] = o;
+		else
+			rh_bit_clear(d->marks, bit);
+	}
+	mk->n_order = kept;
+	if (!no_remark && was_marked) {
+		uint64_t head = __atomic_load_n(&d->meta[l].log_head, __ATOMIC_ACQUIRE);
+		bool all = head - t->h0 > RH_LOG_ENTRIES;
+		memset(d->logged, 0, d->pages);
+		for (uint64_t i = t->h0; !all && i < head; i++) {
+			uint32_t pg = d->meta[l].log[i % RH_LOG_ENTRIES];
+			if (pg >= d->pages)
+				return fail(d, "region %u's eviction log names page %u (of %u)",
+				            d->part.first_region + l, pg, d->pages);
+			d->logged[pg] = 1;
+		}
+		for (size_t i = 0; i < kept; i++) {
+			uintptr_t o = mk->order[i];
+			if (all || overlaps_logged(d, o)) {
+				rh_marker_rescan(mk, o);
+				(*pages_rescanned)++;
+			}
+		}
+		for (size_t i = 0; i < t->n_deferred; i++) {
+			uintptr_t o = t->deferred[i];
+			if (o >= d->cur_start && o < d->cur_end &&
+			    rh_bit_get(d->starts, (o - d->cur_start) >> 3) &&
+			    rh_bit_get(d->marks, (o - d->part.base) >> 3))
+				rh_marker_rescan(mk, o);
+		}
+	}
+	/* Target-queue bits may be stale (docs/runtime.md, R1): one that is no
+	 * longer an object start is dropped. */
+	for (size_t i = 0; i < t->n_rroots; i++) {
+		uintptr_t o = d->cur_start + (uintptr_t)t->rroots[i] * 8;
+		if (o < d->cur_end && rh_bit_get(d->starts, (o - d->cur_start) >> 3))
+			rh_marker_root(mk, o);
+	}
+	rh_marker_drain(mk);
+	if (mk->n_deferred && !no_remark)
+		return fail(d, "region %u: a live reference to %#lx, inside an object",
+		            d->part.first_region + l, (unsigned long)mk->deferred[0]);
+	free(t->order);
+	t->order = malloc((mk->n_order ? mk->n_order : 1) * sizeof *t->order);
+	if (!t->order)
+		rh_panic("tracer: out of memory");
+	memcpy(t->order, mk->order, mk->n_order * sizeof *t->order);
+	t->n_order = mk->n_order;
+	t->live = live_of(d, t->order, t->n_order);
+	d->cur_remark = false;
+	return 0;
+}
+
+/* ---------------------------------------------------------------- evacuation */
+
+typedef struct evac {
+	rh_dgc *d;
+	dcur *dst;
+	uint32_t n_dst, cur;
+	rh_ref_pair *pairs;
+	size_t n_pairs, cap_pairs;
+	uint64_t dangling;
+	bool no_remark;
+	int error;
+} evac;
+
+/* Bump-allocate in the granted destinations; with `commit`, a filled
+ * destination's top is recorded as the cursor leaves it. */
+static uintptr_t bump(evac *e, uint32_t *cur, uint64_t *top, size_t bytes, bool commit)
+{
+	while (*cur < e->n_dst) {
+		if (e->d->region_size - *top >= bytes) {
+			uintptr_t p = e->d->part.base +
+			              ((uintptr_t)(e->dst[*cur].region - e->d->part.first_region)
+			               << e->d->region_shift) +
+			              *top;
+			*top += bytes;
+			return p;
+		}
+		if (commit)
+			e->dst[*cur].top = *top;
+		(*cur)++;
+		*top = *cur < e->n_dst ? e->dst[*cur].top : 0;
+	}
+	return 0;
+}
+
+static void fix_slot(void *ctx, void **slot)
+{
+	evac *e = ctx;
+	rh_dgc *d = e->d;
+	uintptr_t v = (uintptr_t)*slot;
+	if ((v & 7) || v - d->cfg->heap_base >= d->cfg->heap_size)
+		return;
+	if (v - d->part.base < d->part.size && d->r[(v - d->part.base) >> d->region_shift].moved) {
+		uint64_t h = rh_hdr((void *)v);
+		if (rh_hdr_is_fwd(h)) {
+			v = (uintptr_t)rh_hdr_fwd_addr(h);
+			*slot = (void *)v;
+		} else if (e->no_remark) {
+			e->dangling++; /* the lost object the remark would have saved */
+		} else if (!e->error) {
+			e->error = 1;
+			fail(d, "moved object field %p references %#lx, which was not marked",
+			     (void *)slot, (unsigned long)v);
+		}
+	}
+	if (((uintptr_t)slot >> d->region_shift) != (v >> d->region_shift)) {
+		e->pairs = grow(e->pairs, &e->cap_pairs, e->n_pairs + 1, sizeof *e->pairs);
+		e->pairs[e->n_pairs++] = (rh_ref_pair){(uint64_t)(uintptr_t)slot, v};
+	}
+}
+
+static int send_or_fail(rh_dgc *d, const rh_msg *m)
+{
+	rh_error err;
+	if (d->send(d->send_ctx, m, &err) == RH_OK)
+		return 0;
+	pthread_mutex_lock(&d->lock);
+	d->failed = err.code ? err.code : RH_EPEER;
+	d->fail_err = err;
+	pthread_mutex_unlock(&d->lock);
+	return -1;
+}
+
+static int on_evacuate(rh_dgc *d, const rh_msg_evacuate *m)
+{
+	uint64_t t0 = rh_now_ns();
+	bool no_remark = m->flags & RH_EVAC_NO_REMARK;
+	uint32_t *src = malloc((m->n_src + m->n_dst) * sizeof *src);
+	evac e = {.d = d, .no_remark = no_remark};
+	e.dst = calloc(m->n_dst ? m->n_dst : 1, sizeof *e.dst);
+	rh_evac_src *res = calloc(m->n_src, sizeof *res);
+	uintptr_t *moved = NULL;
+	size_t n_moved = 0, cap_moved = 0;
+	int rc = -1;
+	if (!src || !e.dst || !res)
+		rh_panic("tracer: out of memory for an EVACUATE");
+	for (uint32_t i = 0; i < m->n_src + m->n_dst; i++) {
+		uint32_t l;
+		uint32_t g = rh_msg_evacuate_region(m, i);
+		if (local_of(d, g, &l) < 0) {
+			fail(d, "EVACUATE: region %u is not in partition %u", g, d->part.index);
+			goto out;
+		}
+		bool is_src = i < m->n_src;
+		if (is_src ? d->r[l].kind != RH_REGION_OLD || !d->r[l].top
+		           : d->r[l].kind != RH_REGION_FREE) {
+			fail(d, "EVACUATE: region %u is %s here, expected %s", g,
+			     d->r[l].kind == RH_REGION_FREE ? "free" : "in use",
+			     is_src ? "an old region" : "a free one");
+			goto out;
+		}
+		src[i] = l;
+		if (!is_src)
+			e.dst[i - m->n_src].region = g;
+	}
+	e.n_dst = m->n_dst;
+
+	uint64_t rescanned = 0;
+	for (uint32_t i = 0; i < m->n_src; i++)
+		if (remark(d, src[i], no_remark, &rescanned) < 0)
+			goto out;
+	uint64_t t1 = rh_now_ns();
+
+	uint64_t copied = 0, objects = 0;
+	uint64_t top = 0;
+	for (uint32_t i = 0; i < m->n_src; i++) {
+		treg *t = &d->r[src[i]];
+		res[i].region = d->part.first_region + src[i];
+		res[i].live_bytes = t->live;
+		res[i].status = RH_EVAC_KEPT;
+		/* All of a region moves or none of it: try the bumps first. */
+		uint32_t c = e.cur;
+		uint64_t tp = top;
+		bool fits = true;
+		for (size_t k = 0; k < t->n_order && fits; k++)
+			fits = bump(&e, &c, &tp, rh_hdr_bytes(rh_hdr((void *)t->order[k])),
+			            false) != 0;
+		if (!fits)
+			continue;
+		moved = grow(moved, &cap_moved, n_moved + t->n_order, sizeof *moved);
+		for (size_t k = 0; k < t->n_order; k++) {
+			uintptr_t o = t->order[k];
+			size_t bytes = rh_hdr_bytes(rh_hdr((void *)o));
+			uintptr_t to = bump(&e, &e.cur, &top, bytes, true);
+			memcpy((void *)to, (void *)o, bytes);
+			*(uint64_t *)o = (uint64_t)to | RH_HDR_FWD;
+			moved[n_moved++] = to;
+			copied += bytes;
+			objects++;
+		}
+		t->moved = 1;
+		res[i].status = RH_EVAC_MOVED;
+	}
+	if (e.cur < e.n_dst)
+		e.dst[e.cur].top = top;
+	for (size_t k = 0; k < n_moved && !e.error; k++)
+		if (rh_object_slots(&d->types, (void *)moved[k], fix_slot, &e) < 0) {
+			fail(d, "a moved object at %#lx does not parse", (unsigned long)moved[k]);
+			goto out;
+		}
+	if (e.error)
+		goto out;
+	if (e.dangling)
+		rh_log(RH_LOG_WARN, "dgc",
+		       "remark disabled: %llu references to unmarked objects left dangling",
+		       (unsigned long long)e.dangling);
+
+	for (size_t k = 0; k < e.n_pairs; k += RH_EVAC_REFS_MAX) {
+		rh_msg r = {.type = RH_MSG_EVAC_REFS};
+		r.u.evac_refs.id = m->id;
+		r.u.evac_refs.n = (uint32_t)(e.n_pairs - k < RH_EVAC_REFS_MAX ? e.n_pairs - k
+		                                                              : RH_EVAC_REFS_MAX);
+		r.u.evac_refs.pairs = e.pairs + k;
+		if (send_or_fail(d, &r) < 0)
+			goto out;
+	}
+	rh_evac_dst *dres = calloc(m->n_dst ? m->n_dst : 1, sizeof *dres);
+	if (!dres)
+		rh_panic("tracer: out of memory");
+	for (uint32_t i = 0; i < m->n_dst; i++)
+		dres[i] = (rh_evac_dst){e.dst[i].region, (uint32_t)e.dst[i].top};
+	rh_msg done = {.type = RH_MSG_EVACUATED};
+	rh_msg_evacuated *ev = &done.u.evacuated;
+	ev->id = m->id;
+	ev->n_src = m->n_src;
+	ev->n_dst = m->n_dst;
+	ev->remark_ns = t1 - t0;
+	ev->evac_ns = rh_now_ns() - t1;
+	ev->bytes_copied = copied;
+	ev->objects_copied = objects;
+	ev->pages_rescanned = rescanned;
+	ev->src = res;
+	ev->dst = dres;
+	rc = send_or_fail(d, &done);
+	free(dres);
+	pthread_mutex_lock(&d->lock);
+	for (uint32_t i = 0; i < m->n_src; i++)
+		if (res[i].status == RH_EVAC_MOVED)
+			d->st.regions_evacuated++;
+	d->st.bytes_copied += copied;
+	pthread_mutex_unlock(&d->lock);
+	/* Sources keep their forwarding headers until FREE; destinations are
+	 * in use. The next REGIONS describes both. */
+	for (uint32_t i = 0; i < m->n_src; i++) {
+		treg *t = &d->r[src[i]];
+		reset_region(d, src[i]);
+		t->n_rroots = 0;
+		if (t->moved) {
+			t->kind = RH_REGION_FREE;
+			t->moved = 0;
+		}
+	}
+	for (uint32_t i = 0; i < m->n_dst; i++) {
+		treg *t = &d->r[src[m->n_src + i]];
+		if (e.dst[i].top) {
+			t->kind = RH_REGION_OLD;
+			t->top = (uint32_t)e.dst[i].top;
+			t->ident = 0;
+		}
+	}
+out:
+	for (uint32_t i = 0; i < m->n_src && src; i++)
+		d->r[src[i]].moved = 0;
+	free(src);
+	free(e.dst);
+	free(e.pairs);
+	free(res);
+	free(moved);
+	return rc;
+}
+
+/* ---------------------------------------------------------------- thread */
+
+static int handle(rh_dgc *d, inmsg *in)
+{
+	if (in->buf[0] == PSEUDO_TYPES) {
+		rh_error err;
+		rh_typetab_free(&d->types);
+		rh_typetab_init(&d->types);
+		if (rh_typetab_from_json(&d->types, (const char *)in->buf + 1, in->len - 1, &err) !=
+		    RH_OK)
+			return fail(d, "type table: %s", err.msg);
+		d->have_types = true;
+		return 0;
+	}
+	rh_msg m;
+	rh_error err;
+	if (rh_msg_decode(in->buf, in->len, &m, &err) != RH_OK)
+		return fail(d, "%s", err.msg);
+	switch (m.type) {
+	case RH_MSG_REGIONS:
+		return on_regions(d, &m.u.regions);
+	case RH_MSG_ROOTS:
+		return on_roots(d, &m.u.roots);
+	case RH_MSG_FREE:
+		for (uint32_t i = 0; i < m.u.free.n; i++) {
+			uint32_t l;
+			if (local_of(d, rh_msg_free_region(&m.u.free, i), &l) == 0) {
+				reset_region(d, l);
+				d->r[l].kind = RH_REGION_FREE;
+				d->r[l].top = 0;
+				d->r[l].n_roots = 0;
+			}
+		}
+		return 0;
+	case RH_MSG_EVACUATE:
+		if (!d->have_types)
+			return fail(d, "EVACUATE before the type table");
+		return on_evacuate(d, &m.u.evacuate);
+	default:
+		return fail(d, "unexpected %s for the collector", rh_msg_type_name(m.type));
+	}
+}
+
+static void *dgc_main(void *arg)
+{
+	rh_dgc *d = arg;
+	pthread_mutex_lock(&d->lock);
+	while (!d->stop && !d->failed) {
+		if (d->in_head) {
+			inmsg *in = d->in_head;
+			d->in_head = in->next;
+			if (!d->in_head)
+				d->in_tail = NULL;
+			pthread_mutex_unlock(&d->lock);
+			handle(d, in);
+			free(in);
+			pthread_mutex_lock(&d->lock);
+			continue;
+		}
+		int64_t l = d->have_types ? pick(d) : -1;
+		if (l < 0) {
+			rh_cond_wait_ms(&d->cond, &d->lock, 100);
+			continue;
+		}
+		pthread_mutex_unlock(&d->lock);
+		mark_region(d, (uint32_t)l);
+		pthread_mutex_lock(&d->lock);
+	}
+	pthread_mutex_unlock(&d->lock);
+	return NULL;
+}
+
+int rh_dgc_open(rh_dgc **out, const rh_config *cfg, const rh_partition *part, rh_region_meta *meta,
+                rh_dgc_send_fn send, void *send_ctx, rh_error *err)
+{
+	rh_dgc *d = calloc(1, sizeof *d);
+	if (!d)
+		return rh_err_set(err, RH_ENOMEM, "tracer: out of memory");
+	d->cfg = cfg;
+	d->part = *part;
+	d->meta = meta;
+	d->region_size = cfg->region_size;
+	d->region_shift = (uint32_t)__builtin_ctzll(cfg->region_size);
+	d->pages = (uint32_t)(cfg->region_size / RH_PAGE_SIZE);
+	d->send = send;
+	d->send_ctx = send_ctx;
+	d->r = calloc(part->n_regions, sizeof *d->r);
+	d->marks = calloc(part->size / 64 / 8 + 1, 8);
+	d->starts = calloc(cfg->region_size / 64 / 8 + 1, 8);
+	d->in_set = calloc(part->n_regions, 1);
+	d->live_tmp = calloc(part->n_regions, sizeof *d->live_tmp);
+	d->logged = calloc(d->pages, 1);
+	rh_marker_init(&d->mk);
+	rh_typetab_init(&d->types);
+	pthread_mutex_init(&d->lock, NULL);
+	pthread_cond_init(&d->cond, NULL);
+	if (!d->r || !d->marks || !d->starts || !d->in_set || !d->live_tmp || !d->logged) {
+		rh_dgc_close(d);
+		return rh_err_set(err, RH_ENOMEM, "tracer: out of memory for marking state");
+	}
+	if (pthread_create(&d->thr, NULL, dgc_main, d) != 0) {
+		rh_dgc_close(d);
+		return rh_err_set(err, RH_ENOMEM, "tracer: cannot start the marking thread");
+	}
+	d->started = true;
+	*out = d;
+	return RH_OK;
+}
+
+void rh_dgc_close(rh_dgc *d)
+{
+	if (!d)
+		return;
+	pthread_mutex_lock(&d->lock);
+	d->stop = true;
+	pthread_cond_broadcast(&d->cond);
+	pthread_mutex_unlock(&d->lock);
+	if (d->started)
+		pthread_join(d->thr, NULL);
+	while (d->in_head) {
+		inmsg *n = d->in_head->next;
+		free(d->in_head);
+		d->in_head = n;
+	}
+	for (uint32_t l = 0; d->r && l < d->part.n_regions; l++) {
+		free(d->r[l].order);
+		free(d->r[l].deferred);
+		free(d->r[l].roots);
+		free(d->r[l].rroots);
+	}
+	rh_marker_free(&d->mk);
+	rh_typetab_free(&d->types);
+	free(d->r);
+	free(d->marks);
+	free(d->starts);
+	free(d->in_set);
+	free(d->live_tmp);
+	free(d->logged);
+	pthread_mutex_destroy(&d->lock);
+	pthread_cond_destroy(&d->cond);
+	free(d);
+}
+
+static int post(rh_dgc *d, uint8_t first, const uint8_t *bytes, size_t len, rh_error *err)
+{
+	size_t total = len + (first ? 1 : 0);
+	inmsg *in = malloc(sizeof *in + total);
+	if (!in)
+		return rh_err_set(err, RH_ENOMEM, "tracer: out of memory queueing a message");
+	in->next = NULL;
+	in->len = total;
+	if (first)
+		in->buf[0] = first;
+	memcpy(in->buf + (first ? 1 : 0), bytes, len);
+	pthread_mutex_lock(&d->lock);
+	if (d->in_tail)
+		d->in_tail->next = in;
+	else
+		__atomic_store_n(&d->in_head, in, __ATOMIC_RELEASE);
+	d->in_tail = in;
+	pthread_cond_broadcast(&d->cond);
+	pthread_mutex_unlock(&d->lock);
+	return RH_OK;
+}
+
+int rh_dgc_post(rh_dgc *d, const uint8_t *msg, size_t len, rh_error *err)
+{
+	return post(d, 0, msg, len, err);
+}
+
+int rh_dgc_set_types(rh_dgc *d, const char *json, size_t len, rh_error *err)
+{
+	return post(d, PSEUDO_TYPES, (const uint8_t *)json, len, err);
+}
+
+int rh_dgc_status(rh_dgc *d, rh_error *err)
+{
+	pthread_mutex_lock(&d->lock);
+	int rc = d->failed;
+	if (rc && err)
+		*err = d->fail_err;
+	pthread_mutex_unlock(&d->lock);
+	return rc;
+}
+
+void rh_dgc_stats_get(rh_dgc *d, rh_dgc_stats *out)
+{
+	pthread_mutex_lock(&d->lock);
+	*out = d->st;
+	pthread_mutex_unlock(&d->lock);
+}

@@ -1,0 +1,558 @@
+/* The CPU server's side of a CSSC (docs/distributed-gc.md): choosing the
+ * regions tracers evacuate, shipping their roots, fixing every reference to
+ * what they moved, and keeping tracers' region tables current.
+ *
+ * A pause runs the local collector first (eden and mostly cached regions),
+ * with the tracers' candidates outside its set: it records every root slot
+ * and every field of a surviving object that points into a candidate. Then
+ * the candidates are flushed, their roots (those slots' targets and the
+ * target queues) go out with EVACUATE, and the tracers remark and copy. The
+ * references to moved objects outside the moved objects themselves are
+ * fixed here from the forwarding headers the tracers left in the source
+ * images, read through the page cache: the recorded slots, the cards of the
+ * candidates' source queues, and the cross-region fields the tracers
+ * reported (EVAC_REFS) whose targets another tracer moved.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "gc/bitmap.h"
+#include "runtime/internal.h"
+
+void rh_cssc_note(rh_heap *h, void **slot)
+{
+	if (h->n_tslots == h->cap_tslots) {
+		size_t cap = h->cap_tslots ? h->cap_tslots * 2 : 1024;
+		void ***s = realloc(h->tslots, cap * sizeof *s);
+		if (!s)
+			rh_panic("collector: out of memory recording slots");
+		h->tslots = s;
+		h->cap_tslots = cap;
+	}
+	h->tslots[h->n_tslots++] = slot;
+}
+
+void rh_cssc_drop(rh_heap *h, uint32_t region)
+{
+	h->offload[region] = RH_OFF_NONE;
+}
+
+static unsigned evicted_pct(rh_heap *h, const rh_region *r)
+{
+	return rh_swap_region_evicted_pct(h->swap, r->index, r->top - r->start);
+}
+
+/* The tracer's marking still describes the region as it is now. */
+static bool marked_now(rh_heap *h, const rh_region *r, rh_marked_desc *md)
+{
+	return rh_remote_marked(h->remote, r->index, md) && md->ident == r->ident &&
+	       md->top == r->top - r->start;
+}
+
+/* ---------------------------------------------------------------- choosing */
+
+typedef struct cand {
+	uint32_t region;
+	uint64_t garbage, live;
+} cand;
+
+static int by_garbage(const void *a, const void *b)
+{
+	const cand *x = a, *y = b;
+	return x->garbage < y->garbage ? 1 : x->garbage > y->garbage ? -1 : 0;
+}
+
+void rh_cssc_choose(rh_heap *h)
+{
+	h->offload_active = false;
+	h->n_tslots = 0;
+	if (!h->offload_on)
+		return;
+	cand *c = malloc(h->n_regions * sizeof *c);
+	if (!c)
+		return;
+	size_t n = 0;
+	for (uint32_t i = 0; i < h->n_regions; i++) {
+		rh_region *r = &h->regions[i];
+		rh_marked_desc md;
+		uint64_t used = r->top - r->start;
+		if (r->kind != RH_REGION_OLD || !used || i + 1 == h->dest_region ||
+		    !marked_now(h, r, &md) || evicted_pct(h, r) < 50)
+			continue;
+		/* As for the local collector: a region with little garbage
+		 * costs more to copy than it frees. */
+		if ((used - md.live_bytes) * 100 < used * 35)
+			continue;
+		c[n++] = (cand){i, used - md.live_bytes, md.live_bytes};
+	}
+	qsort(c, n, sizeof *c, by_garbage);
+	size_t n_hosts;
+	rh_remote_hosts(h->remote, &n_hosts);
+	double *cost = calloc(n_hosts, sizeof *cost);
+	uint64_t *room = calloc(n_hosts, sizeof *room);
+	if (!cost || !room) {
+		free(c);
+		free(cost);
+		free(room);
+		return;
+	}
+	/* Room: free regions per partition, less what the local collector
+	 * may take for its own copies in this pause. */
+	for (uint32_t k = 0; k < h->n_free; k++) {
+		size_t host = rh_remote_host_of(h->remote, h->free_list[k]);
+		if (host < n_hosts && !h->regions[h->free_list[k]].warm)
+			room[host] += h->region_size;
+	}
+	for (size_t i = 0; i < n_hosts; i++)
+		room[i] = room[i] / 2;
+	/* Tracers work in parallel: each gets half of the pause budget. */
+	double budget = (double)h->cfg.pause_budget_us * 1000.0 * 0.5;
+	for (size_t k = 0; k < n; k++) {
+		size_t host = rh_remote_host_of(h->remote, c[k].region);
+		double cst = (double)c[k].live * h->tracer_ns_per_byte;
+		if (host >= n_hosts || cost[host] + cst > budget || c[k].live > room[host])
+			continue;
+		cost[host] += cst;
+		room[host] -= c[k].live;
+		h->offload[c[k].region] = RH_OFF_CAND;
+		h->offload_active = true;
+	}
+	free(c);
+	free(cost);
+	free(room);
+}
+
+/* ---------------------------------------------------------------- fixing */
+
+/* The new address of v if a tracer moved it; v otherwise. */
+static uintptr_t forward(rh_heap *h, uintptr_t v, void **slot)
+{
+	if (!rh_is_ref(h, v) || h->offload[rh_region_index(h, v)] != RH_OFF_MOVED)
+		return v;
+	uint64_t hd = rh_hdr((void *)v);
+	if (rh_hdr_is_fwd(hd))
+		return (uintptr_t)rh_hdr_fwd_addr(hd);
+	/* Only with the remark disabled (a test shows what it prevents): the
+	 * object was not marked, so it was left behind. The verifier reports
+	 * the dangling reference. */
+	if (h->cfg.remark)
+		rh_panic("collector: slot %p refers to %p in region %u, which its tracer did not "
+		         "move (not marked)",
+		         (void *)slot, (void *)v, rh_region_index(h, v));
+	return v;
+}
+
+static void remember(rh_heap *h, void **slot, uintptr_t v)
+{
+	if (!rh_is_ref(h, v) || !rh_in_heap(h, (uintptr_t)slot))
+		return;
+	uint32_t si = rh_region_index(h, (uintptr_t)slot);
+	/* Survivor (eden) regions are traced at every pause: no entries. */
+	if (si != rh_region_index(h, v) && h->regions[si].kind != RH_REGION_EDEN)
+		rh_remember(h, (uintptr_t)slot, v);
+}
+
+static _Thread_local uint64_t fixed;
+
+static void fix_slot(rh_heap *h, void **slot)
+{
+	uintptr_t v = (uintptr_t)*slot, to = forward(h, v, slot);
+	if (to != v) {
+		*slot = (void *)to;
+		fixed++;
+	}
+	remember(h, slot, to);
+}
+
+static void fix_visit(void *ctx, void **slot)
+{
+	rh_heap *h = ctx;
+	uintptr_t v = (uintptr_t)*slot;
+	if (rh_is_ref(h, v) && h->offload[rh_region_index(h, v)] == RH_OFF_MOVED)
+		fix_slot(h, slot);
+}
+
+/* The fields of obj inside [lo, hi) that refer to moved objects. */
+static void fix_in(rh_heap *h, uintptr_t obj, uintptr_t lo, uintptr_t hi)
+{
+	const rh_type_info *ti = rh_type_get(&h->types, rh_hdr_type(rh_hdr((void *)obj)));
+	if (!ti || rh_hdr_type(rh_hdr((void *)obj)) == RH_FILLER_TYPE)
+		return;
+	for (uint32_t i = 0; i < ti->n_ptrs; i++) {
+		uintptr_t a = obj + ti->ptr_offsets[i];
+		if (a >= lo && a < hi)
+			fix_visit(h, (void **)a);
+	}
+	if (!ti->elem_size || !ti->n_elem_ptrs)
+		return;
+	uint64_t len = ((uint64_t *)obj)[1];
+	uintptr_t e0 = obj + ti->size;
+	uint64_t first = lo > e0 ? (lo - e0) / ti->elem_size : 0;
+	uint64_t last = hi > e0 ? (hi - e0 + ti->elem_size - 1) / ti->elem_size : 0;
+	if (last > len)
+		last = len;
+	for (uint64_t e = first; e < last; e++)
+		for (uint32_t k = 0; k < ti->n_elem_ptrs; k++) {
+			uintptr_t a = e0 + e * ti->elem_size + ti->elem_ptr_offsets[k];
+			if (a >= lo && a < hi)
+				fix_visit(h, (void **)a);
+		}
+}
+
+static void fix_card(rh_heap *h, uint64_t card)
+{
+	uintptr_t lo = h->base + (card << RH_CARD_SHIFT), hi = lo + (1u << RH_CARD_SHIFT);
+	rh_region *sr = rh_region_of(h, lo);
+	/* Moved sources' fields were fixed by their tracers (or come back in
+	 * EVAC_REFS); free regions hold nothing. */
+	if (sr->kind == RH_REGION_FREE || h->offload[sr->index] == RH_OFF_MOVED)
+		return;
+	sr = rh_region_head(h, sr);
+	if (sr->kind == RH_REGION_HUMONGOUS) {
+		fix_in(h, sr->start, lo, hi);
+		return;
+	}
+	if (!sr->starts_valid)
+		rh_region_build_starts(h, sr);
+	uintptr_t p = rh_region_object_at(h, sr, lo);
+	if (!p)
+		p = lo;
+	while (p < hi && p < sr->top) {
+		size_t bytes = rh_hdr_bytes(rh_hdr((void *)p));
+		fix_in(h, p, lo, hi);
+		p += bytes;
+	}
+}
+
+static int card_alive(void *ctx, uint64_t card)
+{
+	rh_heap *h = ctx;
+	return h->regions[(card << RH_CARD_SHIFT) >> h->region_shift].kind != RH_REGION_FREE;
+}
+
+/* ---------------------------------------------------------------- shipping */
+
+static void send_or_fail(rh_heap *h, size_t host, rh_msg *m)
+{
+	rh_error e;
+	if (rh_remote_send(h->remote, host, m, &e) != RH_OK)
+		rh_heap_fail(h, &e);
+}
+
+/* Word offsets of r's roots: its target queue and `extra` addresses. */
+static uint32_t *roots_of(rh_heap *h, rh_region *r, const uintptr_t *extra, size_t n_extra,
+                          size_t *n)
+{
+	size_t words = h->region_size / 8, cap = n_extra + 64, k = 0;
+	uint32_t *v = malloc(cap * sizeof *v);
+	if (!v)
+		rh_panic("collector: out of memory for roots");
+	for (size_t i = 0; i < n_extra; i++)
+		v[k++] = (uint32_t)((extra[i] - r->start) >> 3);
+	const uint64_t *t = r->remset.targets;
+	for (size_t w = 0; t && w < words / 64; w++)
+		for (uint64_t b = t[w]; b; b &= b - 1) {
+			if (k == cap) {
+				cap *= 2;
+				v = realloc(v, cap * sizeof *v);
+				if (!v)
+					rh_panic("collector: out of memory for roots");
+			}
+			v[k++] = (uint32_t)(w * 64 + (size_t)__builtin_ctzll(b));
+		}
+	*n = k;
+	return v;
+}
+
+static void send_roots(rh_heap *h, size_t host, rh_region *r, uint32_t flags,
+                       const uintptr_t *extra, size_t n_extra)
+{
+	size_t n;
+	uint32_t *v = roots_of(h, r, extra, n_extra, &n);
+	size_t off = 0;
+	do {
+		rh_msg m = {.type = RH_MSG_ROOTS};
+		size_t k = n - off < RH_ROOTS_MAX ? n - off : RH_ROOTS_MAX;
+		m.u.roots = (rh_msg_roots){r->index, flags | (off == 0 ? RH_ROOTS_FIRST : 0),
+		                           (uint32_t)k, v + off};
+		send_or_fail(h, host, &m);
+		off += k;
+	} while (off < n);
+	free(v);
+}
+
+/* Each tracer's region table, and roots for marking the regions it will
+ * mark in the coming epoch. */
+static void publish(rh_heap *h)
+{
+	size_t n_hosts;
+	const rh_swap_host *hosts = rh_remote_hosts(h->remote, &n_hosts);
+	rh_region_desc *ents = malloc(RH_REGIONS_MAX * sizeof *ents);
+	if (!ents)
+		rh_panic("collector: out of memory");
+	uint64_t epoch = h->stats.collections + h->stats.full_collections;
+	for (size_t k = 0; k < n_hosts; k++) {
+		const rh_partition *p = &hosts[k].part;
+		uint32_t n = 0;
+		bool first = true;
+		for (uint32_t i = p->first_region; i < p->first_region + p->n_regions; i++) {
+			rh_region *r = &h->regions[i];
+			if (r->kind != RH_REGION_FREE) {
+				/* A humongous head's top is past its region: tracers
+				 * only need to know the region is taken. */
+				uint64_t used =
+				        r->kind == RH_REGION_OLD || r->kind == RH_REGION_EDEN
+				                ? r->top - r->start
+				                : 0;
+				ents[n++] = (rh_region_desc){
+				        .region = i,
+				        .ident = r->ident,
+				        .top = (uint32_t)used,
+				        .kind = r->kind,
+				        .evicted_pct = (uint8_t)evicted_pct(h, r),
+				        .survivals = (uint16_t)(r->survivals < 65535 ? r->survivals
+				                                                     : 65535)};
+			}
+			bool last = i + 1 == p->first_region + p->n_regions;
+			if (n == RH_REGIONS_MAX || last) {
+				rh_msg m = {.type = RH_MSG_REGIONS};
+				m.u.regions = (rh_msg_regions){epoch,
+				                               (first ? RH_REGIONS_FIRST : 0) |
+				                                       (last ? RH_REGIONS_LAST : 0),
+				                               n, ents};
+				send_or_fail(h, k, &m);
+				first = false;
+				n = 0;
+			}
+		}
+		/* Roots for what the tracer will mark next: mostly evicted old
+		 * regions it has no current marking of. */
+		for (uint32_t i = p->first_region; i < p->first_region + p->n_regions; i++) {
+			rh_region *r = &h->regions[i];
+			rh_marked_desc md;
+			if (r->kind != RH_REGION_OLD || r->top == r->start ||
+			    marked_now(h, r, &md) || evicted_pct(h, r) < 50)
+				continue;
+			send_roots(h, k, r, 0, NULL, 0);
+		}
+	}
+	free(ents);
+}
+
+/* ---------------------------------------------------------------- the pause */
+
+static int by_addr(const void *a, const void *b)
+{
+	uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+	return (x > y) - (x < y);
+}
+
+static void run(rh_heap *h)
+{
+	size_t n_hosts;
+	const rh_swap_host *hosts = rh_remote_hosts(h->remote, &n_hosts);
+	uint32_t **src = calloc(n_hosts, sizeof *src), **dst = calloc(n_hosts, sizeof *dst);
+	uint32_t *n_src = calloc(n_hosts, sizeof *n_src), *n_dst = calloc(n_hosts, sizeof *n_dst);
+	bool *sent = calloc(n_hosts, sizeof *sent);
+	/* Targets of the recorded slots, sorted: the extra roots per region. */
+	uintptr_t *targets = malloc((h->n_tslots ? h->n_tslots : 1) * sizeof *targets);
+	if (!src || !dst || !n_src || !n_dst || !sent || !targets)
+		rh_panic("collector: out of memory for a CSSC");
+	size_t n_targets = 0;
+	for (size_t i = 0; i < h->n_tslots; i++) {
+		uintptr_t v = (uintptr_t)*h->tslots[i];
+		if (rh_cssc_cand(h, v))
+			targets[n_targets++] = v;
+	}
+	qsort(targets, n_targets, sizeof *targets, by_addr);
+
+	rh_error e;
+	for (size_t k = 0; k < n_hosts; k++) {
+		const rh_partition *p = &hosts[k].part;
+		uint64_t live = 0;
+		src[k] = malloc(p->n_regions * sizeof **src);
+		dst[k] = malloc(p->n_regions * sizeof **dst);
+		if (!src[k] || !dst[k])
+			rh_panic("collector: out of memory for a CSSC");
+		for (uint32_t i = p->first_region; i < p->first_region + p->n_regions; i++) {
+			rh_marked_desc md;
+			if (h->offload[i] != RH_OFF_CAND)
+				continue;
+			if (!marked_now(h, &h->regions[i], &md)) {
+				h->offload[i] = RH_OFF_NONE;
+				continue;
+			}
+			src[k][n_src[k]++] = i;
+			live += md.live_bytes;
+		}
+		if (!n_src[k])
+			continue;
+		/* Room for what the marking found live plus what the remark
+		 * may add, and the tails copying leaves unused. */
+		uint64_t want = (live + live / 4) / h->region_size + 2;
+		pthread_mutex_lock(&h->alloc_lock);
+		while (n_dst[k] < want) {
+			int64_t r =
+			        rh_region_take_in(h, p->first_region, p->n_regions, RH_REGION_OLD);
+			if (r < 0)
+				break;
+			dst[k][n_dst[k]++] = (uint32_t)r;
+		}
+		pthread_mutex_unlock(&h->alloc_lock);
+		for (uint32_t j = 0; j < n_src[k]; j++)
+			if (rh_swap_flush_region(h->swap, src[k][j], &e) != RH_OK)
+				rh_heap_fail(h, &e);
+		for (uint32_t j = 0; j < n_src[k]; j++) {
+			rh_region *r = &h->regions[src[k][j]];
+			uintptr_t key = r->start;
+			uintptr_t *lo = targets, *hi = targets + n_targets;
+			while (lo < hi) { /* first target at or past the region's start */
+				uintptr_t *mid = lo + (hi - lo) / 2;
+				if (*mid < key)
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+			size_t cnt = 0;
+			while (lo + cnt < targets + n_targets &&
+			       lo[cnt] < r->start + h->region_size)
+				cnt++;
+			send_roots(h, k, r, RH_ROOTS_REMARK, lo, cnt);
+		}
+		if (rh_remote_evacuate(h->remote, k, ++h->cssc_id,
+		                       h->cfg.remark ? 0 : RH_EVAC_NO_REMARK, src[k], n_src[k],
+		                       dst[k], n_dst[k], &e) != RH_OK)
+			rh_heap_fail(h, &e);
+		sent[k] = true;
+	}
+
+	uint64_t moved = 0, copied = 0, pairs = 0;
+	rh_remote_evac **res = calloc(n_hosts, sizeof *res);
+	if (!res)
+		rh_panic("collector: out of memory");
+	for (size_t k = 0; k < n_hosts; k++) {
+		if (!sent[k])
+			continue;
+		if (rh_remote_evac_wait(h->remote, k, &res[k], &e) != RH_OK)
+			rh_heap_fail(h, &e);
+		rh_remote_evac *ev = res[k];
+		for (uint32_t j = 0; j < ev->n_src; j++) {
+			h->offload[ev->src[j].region] =
+			        ev->src[j].status == RH_EVAC_MOVED ? RH_OFF_MOVED : RH_OFF_NONE;
+			moved += ev->src[j].status == RH_EVAC_MOVED;
+			rh_remote_forget_marked(h->remote, ev->src[j].region);
+		}
+		pthread_mutex_lock(&h->alloc_lock);
+		for (uint32_t j = 0; j < ev->n_dst; j++) {
+			rh_region *r = &h->regions[ev->dst[j].region];
+			if (!ev->dst[j].top) {
+				rh_region_release_cold(h, r);
+				continue;
+			}
+			r->top = r->old_top = r->start + ev->dst[j].top;
+			r->live_bytes = ev->dst[j].top;
+			r->live_known = 1;
+			r->ident++;
+			rh_swap_region_filled(h->swap, r->index, ev->dst[j].top);
+		}
+		pthread_mutex_unlock(&h->alloc_lock);
+		copied += ev->bytes_copied;
+		if (ev->bytes_copied > 65536)
+			h->tracer_ns_per_byte = 0.5 * h->tracer_ns_per_byte +
+			                        0.5 * (double)(ev->remark_ns + ev->evac_ns) /
+			                                (double)ev->bytes_copied;
+	}
+
+	/* References from outside the moved objects. */
+	fixed = 0;
+	for (size_t i = 0; i < h->n_tslots; i++)
+		fix_slot(h, h->tslots[i]);
+	for (uint32_t i = 0; i < h->n_regions; i++) {
+		rh_region *r = &h->regions[i];
+		if (h->offload[i] != RH_OFF_MOVED || !r->remset.cap)
+			continue;
+		for (size_t k = 0; k < r->remset.cap; k++)
+			if (r->remset.cards[k])
+				fix_card(h, r->remset.cards[k] - 1);
+	}
+	for (size_t k = 0; k < n_hosts; k++)
+		for (size_t j = 0; res[k] && j < res[k]->n_pairs; j++) {
+			void **slot = (void **)(uintptr_t)res[k]->pairs[j].slot;
+			if (!rh_in_heap(h, (uintptr_t)slot) ||
+			    h->offload[rh_region_index(h, (uintptr_t)slot)] == RH_OFF_MOVED)
+				rh_panic(
+				        "collector: a tracer reported a moved field at %p, outside "
+				        "its destinations",
+				        (void *)slot);
+			uintptr_t v = (uintptr_t)res[k]->pairs[j].value;
+			if (rh_is_ref(h, v) && h->offload[rh_region_index(h, v)] == RH_OFF_MOVED)
+				fix_slot(h, slot);
+			else
+				remember(h, slot, v);
+			pairs++;
+		}
+
+	pthread_mutex_lock(&h->alloc_lock);
+	uint64_t freed = 0;
+	for (uint32_t i = 0; i < h->n_regions; i++) {
+		if (h->offload[i] == RH_OFF_MOVED) {
+			rh_region_release_cold(h, &h->regions[i]);
+			freed += h->region_size;
+		}
+		h->offload[i] = RH_OFF_NONE;
+	}
+	pthread_mutex_unlock(&h->alloc_lock);
+	uint64_t cards = 0;
+	for (uint32_t i = 0; i < h->n_regions; i++) {
+		rh_region *r = &h->regions[i];
+		if (r->remset.n_cards)
+			rh_remset_filter(&r->remset, card_alive, h);
+		cards += r->remset.n_cards;
+	}
+	h->remset_cards = cards;
+	if (h->n_freed) {
+		if (rh_remote_free(h->remote, h->freed, h->n_freed, h->region_shift, h->base, &e) !=
+		    RH_OK)
+			rh_heap_fail(h, &e);
+		h->n_freed = 0;
+	}
+	rh_log(RH_LOG_DEBUG, "cssc",
+	       "tracers moved %llu regions (%llu KiB), %llu references fixed, %llu reported",
+	       (unsigned long long)moved, (unsigned long long)(copied >> 10),
+	       (unsigned long long)fixed, (unsigned long long)pairs);
+	pthread_mutex_lock(&h->stats_lock);
+	h->stats.csscs++;
+	h->stats.regions_evacuated_remote += moved;
+	h->stats.bytes_copied_remote += copied;
+	h->stats.remote_refs_fixed += fixed;
+	h->stats.bytes_freed += freed;
+	pthread_mutex_unlock(&h->stats_lock);
+	for (size_t k = 0; k < n_hosts; k++) {
+		free(src[k]);
+		free(dst[k]);
+	}
+	free(src);
+	free(dst);
+	free(n_src);
+	free(n_dst);
+	free(sent);
+	free(res);
+	free(targets);
+}
+
+void rh_cssc_finish(rh_heap *h, rh_gc_kind kind)
+{
+	rh_emit(h, kind, RH_PHASE_REMOTE, 1);
+	if (h->offload_active)
+		run(h);
+	h->offload_active = false;
+	h->n_tslots = 0;
+	if (h->offload_on) {
+		publish(h);
+		uint64_t marked = rh_remote_marked_total(h->remote);
+		pthread_mutex_lock(&h->stats_lock);
+		h->stats.regions_marked_remote = marked;
+		pthread_mutex_unlock(&h->stats_lock);
+	}
+	rh_emit(h, kind, RH_PHASE_REMOTE, 0);
+}
