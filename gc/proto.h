@@ -33,12 +33,12 @@ enum rh_msg_type {
 	RH_MSG_BYE = 8,     /* CPU → tracer: orderly close */
 	RH_MSG_FREE_OK = 9, /* tracer → CPU: the FREE with this seq is done */
 	/* Distributed collection (docs/distributed-gc.md). */
-	RH_MSG_REGIONS = 10,    /* CPU → tracer: its partition's region table, each pause */
-	RH_MSG_ROOTS = 11,      /* CPU → tracer: root objects inside one region */
-	RH_MSG_MARKED = 12,     /* tracer → CPU: regions marked concurrently, live bytes */
-	RH_MSG_EVACUATE = 13,   /* CPU → tracer: remark and evacuate these regions */
-	RH_MSG_EVAC_REFS = 14,  /* tracer → CPU: cross-region references of moved objects */
-	RH_MSG_EVACUATED = 15,  /* tracer → CPU: the EVACUATE with this id is done */
+	RH_MSG_REGIONS = 10,   /* CPU → tracer: its partition's region table, each pause */
+	RH_MSG_ROOTS = 11,     /* CPU → tracer: root objects inside one region */
+	RH_MSG_MARKED = 12,    /* tracer → CPU: regions marked concurrently, live bytes */
+	RH_MSG_EVACUATE = 13,  /* CPU → tracer: remark and evacuate these regions */
+	RH_MSG_EVAC_REFS = 14, /* tracer → CPU: cross-region references of moved objects */
+	RH_MSG_EVACUATED = 15, /* tracer → CPU: the EVACUATE with this id is done */
 	RH_MSG_TYPE_MAX = 15,
 };
 
@@ -138,8 +138,8 @@ typedef struct rh_msg_evac_refs {
 	const void *pairs; /* encode: rh_ref_pair[n]; decoded: wire */
 } rh_msg_evac_refs;
 
-#define RH_EVAC_KEPT 0u      /* not moved (no room): the region stays as it was */
-#define RH_EVAC_MOVED 1u     /* every live object moved: the region may be freed */
+#define RH_EVAC_KEPT 0u  /* not moved (no room): the region stays as it was */
+#define RH_EVAC_MOVED 1u /* every live object moved: the region may be freed */
 typedef struct rh_evac_src {
 	uint32_t region, status;
 	uint64_t live_bytes;

@@ -222,6 +222,9 @@ static void mark_region(rh_dgc *d, uint32_t l)
 	memcpy(t->order, d->mk.order, t->n_order * sizeof *t->order);
 	memcpy(t->deferred, d->mk.deferred, t->n_deferred * sizeof *t->deferred);
 	t->live = live_of(d, t->order, t->n_order);
+	/* Marks from stale pages may overlap: an estimate, never above top. */
+	if (t->live > t->top)
+		t->live = t->top;
 	t->state = T_MARKED;
 
 	rh_marked_desc md = {.region = d->part.first_region + l,

@@ -124,8 +124,11 @@ void rh_cssc_choose(rh_heap *h)
 
 /* ---------------------------------------------------------------- fixing */
 
-/* The new address of v if a tracer moved it; v otherwise. */
-static uintptr_t forward(rh_heap *h, uintptr_t v, void **slot)
+/* The new address of v if a tracer moved it; v otherwise. A `live` slot
+ * (a root, a field of a survivor or of a moved object) must not refer to an
+ * object left behind; a card's slot may belong to a dead object, whose
+ * referents may be dead too. */
+static uintptr_t forward(rh_heap *h, uintptr_t v, void **slot, bool live)
 {
 	if (!rh_is_ref(h, v) || h->offload[rh_region_index(h, v)] != RH_OFF_MOVED)
 		return v;
@@ -135,7 +138,7 @@ static uintptr_t forward(rh_heap *h, uintptr_t v, void **slot)
 	/* Only with the remark disabled (a test shows what it prevents): the
 	 * object was not marked, so it was left behind. The verifier reports
 	 * the dangling reference. */
-	if (h->cfg.remark)
+	if (live && h->cfg.remark)
 		rh_panic("collector: slot %p refers to %p in region %u, which its tracer did not "
 		         "move (not marked)",
 		         (void *)slot, (void *)v, rh_region_index(h, v));
@@ -154,9 +157,9 @@ static void remember(rh_heap *h, void **slot, uintptr_t v)
 
 static _Thread_local uint64_t fixed;
 
-static void fix_slot(rh_heap *h, void **slot)
+static void fix_slot(rh_heap *h, void **slot, bool live)
 {
-	uintptr_t v = (uintptr_t)*slot, to = forward(h, v, slot);
+	uintptr_t v = (uintptr_t)*slot, to = forward(h, v, slot, live);
 	if (to != v) {
 		*slot = (void *)to;
 		fixed++;
@@ -169,7 +172,7 @@ static void fix_visit(void *ctx, void **slot)
 	rh_heap *h = ctx;
 	uintptr_t v = (uintptr_t)*slot;
 	if (rh_is_ref(h, v) && h->offload[rh_region_index(h, v)] == RH_OFF_MOVED)
-		fix_slot(h, slot);
+		fix_slot(h, slot, false);
 }
 
 /* The fields of obj inside [lo, hi) that refer to moved objects. */
@@ -397,6 +400,7 @@ static void run(rh_heap *h)
 			if (r < 0)
 				break;
 			dst[k][n_dst[k]++] = (uint32_t)r;
+			h->offload[r] = RH_OFF_DEST;
 		}
 		pthread_mutex_unlock(&h->alloc_lock);
 		for (uint32_t j = 0; j < n_src[k]; j++)
@@ -466,7 +470,7 @@ static void run(rh_heap *h)
 	/* References from outside the moved objects. */
 	fixed = 0;
 	for (size_t i = 0; i < h->n_tslots; i++)
-		fix_slot(h, h->tslots[i]);
+		fix_slot(h, h->tslots[i], true);
 	for (uint32_t i = 0; i < h->n_regions; i++) {
 		rh_region *r = &h->regions[i];
 		if (h->offload[i] != RH_OFF_MOVED || !r->remset.cap)
@@ -478,15 +482,20 @@ static void run(rh_heap *h)
 	for (size_t k = 0; k < n_hosts; k++)
 		for (size_t j = 0; res[k] && j < res[k]->n_pairs; j++) {
 			void **slot = (void **)(uintptr_t)res[k]->pairs[j].slot;
-			if (!rh_in_heap(h, (uintptr_t)slot) ||
-			    h->offload[rh_region_index(h, (uintptr_t)slot)] == RH_OFF_MOVED)
-				rh_panic(
-				        "collector: a tracer reported a moved field at %p, outside "
-				        "its destinations",
-				        (void *)slot);
+			uint32_t si = rh_region_index(h, (uintptr_t)slot);
+			if (!rh_in_heap(h, (uintptr_t)slot) || h->offload[si] != RH_OFF_DEST ||
+			    rh_remote_host_of(h->remote, si) != k ||
+			    (uintptr_t)slot >= h->regions[si].top) {
+				rh_err_set(
+				        &e, RH_EPEER,
+				        "%s reported a moved field at %p, outside the regions it "
+				        "filled",
+				        hosts[k].name, (void *)slot);
+				rh_heap_fail(h, &e);
+			}
 			uintptr_t v = (uintptr_t)res[k]->pairs[j].value;
 			if (rh_is_ref(h, v) && h->offload[rh_region_index(h, v)] == RH_OFF_MOVED)
-				fix_slot(h, slot);
+				fix_slot(h, slot, true);
 			else
 				remember(h, slot, v);
 			pairs++;

@@ -178,7 +178,7 @@ struct rh_heap {
 	uint64_t remote_marked_seen; /* MARKED entries already counted in stats */
 };
 
-enum { RH_OFF_NONE = 0, RH_OFF_CAND = 1, RH_OFF_MOVED = 2 };
+enum { RH_OFF_NONE = 0, RH_OFF_CAND = 1, RH_OFF_MOVED = 2, RH_OFF_DEST = 3 };
 
 /* ---- regions (region.c) ---- */
 static inline uint32_t rh_region_index(const rh_heap *h, uintptr_t a)

@@ -150,6 +150,8 @@ static int on_message(rh_remote *r, size_t i, size_t len)
 			rh_msg_evacuated_dst(ed, k, &d);
 			if (d.region != ev->dst[k].region)
 				bad = "EVACUATED lists other destination regions than granted";
+			else if (d.top > r->cfg->region_size)
+				bad = "EVACUATED gives a destination top past its region";
 			ev->dst[k] = d;
 		}
 		ev->remark_ns = ed->remark_ns;

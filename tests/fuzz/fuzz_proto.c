@@ -20,6 +20,86 @@ static int printable(uint8_t c)
 	return c >= 0x20 && c < 0x7f;
 }
 
+/* The decoder points into the buffer (little-endian wire layout); the
+ * encoder wants host-order arrays of the structs in proto.h. Replaces the
+ * pointers in *m with such arrays (*a, *b to free). Nonzero: out of memory. */
+static int to_host(rh_msg *m, void **a, void **b)
+{
+	switch (m->type) {
+	case RH_MSG_FREE: {
+		uint32_t *r = *a = malloc(((size_t)m->u.free.n + 1) * sizeof *r);
+		if (!r)
+			return -1;
+		for (uint32_t i = 0; i < m->u.free.n; i++)
+			r[i] = rh_msg_free_region(&m->u.free, i);
+		m->u.free.regions = (const uint8_t *)r;
+		return 0;
+	}
+	case RH_MSG_REGIONS: {
+		rh_region_desc *d = *a = malloc(((size_t)m->u.regions.n + 1) * sizeof *d);
+		if (!d)
+			return -1;
+		for (uint32_t i = 0; i < m->u.regions.n; i++)
+			rh_msg_regions_get(&m->u.regions, i, &d[i]);
+		m->u.regions.ents = d;
+		return 0;
+	}
+	case RH_MSG_ROOTS: {
+		uint32_t *o = *a = malloc(((size_t)m->u.roots.n + 1) * sizeof *o);
+		if (!o)
+			return -1;
+		for (uint32_t i = 0; i < m->u.roots.n; i++)
+			o[i] = rh_msg_roots_get(&m->u.roots, i);
+		m->u.roots.offs = o;
+		return 0;
+	}
+	case RH_MSG_MARKED: {
+		rh_marked_desc *d = *a = malloc(((size_t)m->u.marked.n + 1) * sizeof *d);
+		if (!d)
+			return -1;
+		for (uint32_t i = 0; i < m->u.marked.n; i++)
+			rh_msg_marked_get(&m->u.marked, i, &d[i]);
+		m->u.marked.ents = d;
+		return 0;
+	}
+	case RH_MSG_EVACUATE: {
+		size_t n = (size_t)m->u.evacuate.n_src + m->u.evacuate.n_dst;
+		uint32_t *r = *a = malloc((n + 1) * sizeof *r);
+		if (!r)
+			return -1;
+		for (size_t i = 0; i < n; i++)
+			r[i] = rh_msg_evacuate_region(&m->u.evacuate, (uint32_t)i);
+		m->u.evacuate.regions = r;
+		return 0;
+	}
+	case RH_MSG_EVAC_REFS: {
+		rh_ref_pair *p = *a = malloc(((size_t)m->u.evac_refs.n + 1) * sizeof *p);
+		if (!p)
+			return -1;
+		for (uint32_t i = 0; i < m->u.evac_refs.n; i++)
+			rh_msg_evac_refs_get(&m->u.evac_refs, i, &p[i]);
+		m->u.evac_refs.pairs = p;
+		return 0;
+	}
+	case RH_MSG_EVACUATED: {
+		rh_msg_evacuated *e = &m->u.evacuated;
+		rh_evac_src *s = *a = malloc(((size_t)e->n_src + 1) * sizeof *s);
+		rh_evac_dst *d = *b = malloc(((size_t)e->n_dst + 1) * sizeof *d);
+		if (!s || !d)
+			return -1;
+		for (uint32_t i = 0; i < e->n_src; i++)
+			rh_msg_evacuated_src(e, i, &s[i]);
+		for (uint32_t i = 0; i < e->n_dst; i++)
+			rh_msg_evacuated_dst(e, i, &d[i]);
+		e->src = s;
+		e->dst = d;
+		return 0;
+	}
+	default:
+		return 0;
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	rh_msg m;
@@ -34,16 +114,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (m.type == 0 || m.type > RH_MSG_TYPE_MAX)
 		rh_panic("fuzz_proto: accepted unknown type %u", m.type);
 
-	uint32_t *regions = NULL;
-	if (m.type == RH_MSG_FREE) {
-		/* The decoder points into the buffer (little-endian); the encoder wants
-		 * host-order values. */
-		regions = malloc(((size_t)m.u.free.n + 1) * sizeof *regions);
-		if (!regions)
-			return 0;
-		for (uint32_t i = 0; i < m.u.free.n; i++)
-			regions[i] = rh_msg_free_region(&m.u.free, i);
-		m.u.free.regions = (const uint8_t *)regions;
+	void *host = NULL, *host2 = NULL;
+	if (to_host(&m, &host, &host2) != 0) {
+		free(host);
+		free(host2);
+		return 0;
 	}
 	/* Room to spare, so an encoding longer than the input shows as such. */
 	size_t cap = size + 64;
@@ -64,6 +139,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			         i - text, data[i], out[i]);
 	}
 	free(out);
-	free(regions);
+	free(host);
+	free(host2);
 	return 0;
 }

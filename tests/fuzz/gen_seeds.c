@@ -1,7 +1,7 @@
 /* Writes the seed corpora under DIR (tests/fuzz/corpus) from the encoders
  * themselves, so the seeds are valid by construction:
  *   DIR/typetab/  type tables from rh_typetab_to_json
- *   DIR/proto/    one message of each type from rh_msg_encode
+ *   DIR/proto/    at least one message of each type from rh_msg_encode
  *   DIR/auth/     one script per fuzz_auth scenario
  * The config seeds are hand-written JSON and live in the tree as they are.
  *
@@ -72,6 +72,65 @@ static void proto_seed(const char *name, const rh_msg *m)
 	write_seed("proto", name, buf, n);
 }
 
+/* Version 2: the distributed-collection messages, each with more than one
+ * entry so that the fuzzer finds the per-entry checks, and every flag. */
+static void distributed_seeds(void)
+{
+	static const rh_region_desc ents[] = {
+	        {.region = 512, .ident = 1, .top = 1 << 20, .kind = 2, .evicted_pct = 100},
+	        {.region = 513, .ident = 7, .top = 4096, .kind = 1, .evicted_pct = 0},
+	        {.region = 514, .ident = 9, .top = 1 << 20, .kind = 3, .survivals = 3},
+	        {.region = 515, .ident = 9, .top = 0, .kind = 4, .evicted_pct = 50}};
+	static const uint32_t offs[] = {0, 3, 130000};
+	static const rh_marked_desc marked[] = {
+	        {.region = 512, .ident = 1, .top = 1 << 20, .objects = 900, .live_bytes = 4096},
+	        {.region = 514, .ident = 9, .top = 1 << 20, .objects = 1, .live_bytes = 1 << 20}};
+	static const uint32_t evac[] = {512, 514, 600};
+	static const rh_ref_pair pairs[] = {{0x400000001008ull, 0x400025000010ull},
+	                                    {0x400030000ff8ull, 0}};
+	static const rh_evac_src src[] = {{512, RH_EVAC_MOVED, 4096}, {514, RH_EVAC_KEPT, 1 << 20}};
+	static const rh_evac_dst dst[] = {{600, 4096}};
+
+	rh_msg m = {.type = RH_MSG_REGIONS, .seq = 20};
+	m.u.regions = (rh_msg_regions){
+	        .epoch = 3, .flags = RH_REGIONS_FIRST | RH_REGIONS_LAST, .n = 4, .ents = ents};
+	proto_seed("regions", &m);
+	m.u.regions = (rh_msg_regions){.epoch = 4, .flags = RH_REGIONS_FIRST, .n = 0, .ents = ents};
+	proto_seed("regions-empty", &m);
+	m = (rh_msg){.type = RH_MSG_ROOTS, .seq = 21};
+	m.u.roots = (rh_msg_roots){
+	        .region = 512, .flags = RH_ROOTS_FIRST | RH_ROOTS_REMARK, .n = 3, .offs = offs};
+	proto_seed("roots", &m);
+	m = (rh_msg){.type = RH_MSG_MARKED, .seq = 22};
+	m.u.marked = (rh_msg_marked){.n = 2, .ents = marked};
+	proto_seed("marked", &m);
+	m = (rh_msg){.type = RH_MSG_EVACUATE, .seq = 23};
+	m.u.evacuate = (rh_msg_evacuate){
+	        .id = 1, .flags = RH_EVAC_NO_REMARK, .n_src = 2, .n_dst = 1, .regions = evac};
+	proto_seed("evacuate", &m);
+	/* Past the decoder's on-stack scratch for the duplicate check. */
+	uint32_t many[100];
+	for (uint32_t i = 0; i < 100; i++)
+		many[i] = 1000 + 37 * i;
+	m.u.evacuate = (rh_msg_evacuate){.id = 2, .n_src = 80, .n_dst = 20, .regions = many};
+	proto_seed("evacuate-100", &m);
+	m = (rh_msg){.type = RH_MSG_EVAC_REFS, .seq = 24};
+	m.u.evac_refs = (rh_msg_evac_refs){.id = 1, .n = 2, .pairs = pairs};
+	proto_seed("evac_refs", &m);
+	m = (rh_msg){.type = RH_MSG_EVACUATED, .seq = 25};
+	m.u.evacuated = (rh_msg_evacuated){.id = 1,
+	                                   .n_src = 2,
+	                                   .n_dst = 1,
+	                                   .remark_ns = 150000,
+	                                   .evac_ns = 2000000,
+	                                   .bytes_copied = 4096,
+	                                   .objects_copied = 900,
+	                                   .pages_rescanned = 2,
+	                                   .src = src,
+	                                   .dst = dst};
+	proto_seed("evacuated", &m);
+}
+
 static void proto_seeds(void)
 {
 	static const char types_json[] = "{\"version\":1,\"types\":[]}";
@@ -108,6 +167,9 @@ static void proto_seeds(void)
 	proto_seed("pong", &m);
 	m = (rh_msg){.type = RH_MSG_BYE, .seq = 8};
 	proto_seed("bye", &m);
+	m = (rh_msg){.type = RH_MSG_FREE_OK, .seq = 5};
+	proto_seed("free_ok", &m);
+	distributed_seeds();
 }
 
 /* fuzz_auth scripts: the scenario byte, then (impostor) segments of the

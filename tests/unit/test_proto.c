@@ -1,0 +1,745 @@
+/* Control-path codec (gc/proto.c), version 2: every distributed-collection
+ * message round-trips, at zero and at maximum counts, and every malformed
+ * variant is refused with RH_EPEER and a message; v1 messages still
+ * round-trip and a version-1 header is refused. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "common/common.h"
+#include "gc/proto.h"
+
+static uint8_t buf[RH_PROTO_MAX + 64], tmp[RH_PROTO_MAX + 64];
+
+static void le32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* Payload byte `off` of the message in b. */
+static uint8_t *pl(uint8_t *b, size_t off)
+{
+	return b + RH_PROTO_HDR + off;
+}
+
+static size_t enc(const rh_msg *m)
+{
+	size_t n = rh_msg_encode(m, buf, sizeof buf);
+	CHECKF(n >= RH_PROTO_HDR && n <= RH_PROTO_MAX, "%s encodes to %zu bytes",
+	       rh_msg_type_name(m->type), n);
+	return n;
+}
+
+static int dec(const uint8_t *b, size_t len, rh_msg *m)
+{
+	rh_error err = {0};
+	int rc = rh_msg_decode(b, len, m, &err);
+	CHECKF(rc == RH_OK, "%s: %s", rh_msg_type_name(b[3]), err.msg);
+	return rc == RH_OK;
+}
+
+/* The decoded message, re-encoded, must give back the same bytes: the
+ * caller has already turned its wire arrays into host arrays in *m. */
+static void same_bytes(const rh_msg *m, const uint8_t *orig, size_t len)
+{
+	size_t n = rh_msg_encode(m, tmp, sizeof tmp);
+	CHECKF(n == len && memcmp(tmp, orig, len) == 0, "%s re-encodes to %zu bytes, want %zu",
+	       rh_msg_type_name(m->type), n, len);
+}
+
+static int rejected_quiet(const uint8_t *b, size_t len, const char *sub, char *why, size_t cap)
+{
+	rh_msg m;
+	rh_error err = {0};
+	int rc = rh_msg_decode(b, len, &m, &err);
+	if (rc == RH_EPEER && err.code == RH_EPEER && err.msg[0] && (!sub || strstr(err.msg, sub)))
+		return 1;
+	snprintf(why, cap, "status %d, code %d, message \"%s\" (want RH_EPEER with \"%s\")", rc,
+	         err.code, err.msg, sub ? sub : "");
+	return 0;
+}
+
+/* Decoding must fail with RH_EPEER and a message containing sub (if given). */
+#define REJECT(b, len, sub, what)                                                                  \
+	do {                                                                                       \
+		char why_[512];                                                                    \
+		CHECKF(rejected_quiet(b, len, sub, why_, sizeof why_), "%s: %s", what, why_);      \
+	} while (0)
+
+/* The message in buf with its payload cut to plen bytes or padded with zero
+ * bytes to it, the header's length field matching. */
+static size_t resized(const uint8_t *orig, size_t len, size_t plen)
+{
+	memcpy(tmp, orig, len < RH_PROTO_HDR + plen ? len : RH_PROTO_HDR + plen);
+	if (RH_PROTO_HDR + plen > len)
+		memset(tmp + len, 0, RH_PROTO_HDR + plen - len);
+	le32(tmp + 4, (uint32_t)plen);
+	return RH_PROTO_HDR + plen;
+}
+
+/* Every shorter payload, and payloads longer by 1..grow bytes, are refused
+ * by the type's own checks (the header agrees with the length received). */
+static void wrong_lengths(const uint8_t *orig, size_t len, size_t grow, int every)
+{
+	static uint8_t copy[RH_PROTO_MAX];
+	const char *name = rh_msg_type_name(orig[3]);
+	size_t plen = len - RH_PROTO_HDR, bad = 0, first = 0;
+	char why[512] = "";
+	memcpy(copy, orig, len);
+	for (size_t k = every ? 0 : plen - 1; k < plen; k++) {
+		size_t n = resized(copy, len, k);
+		if (!rejected_quiet(tmp, n, name, why, sizeof why) && !bad++)
+			first = k;
+	}
+	CHECKF(bad == 0, "%s: %zu truncations accepted, first at %zu of %zu: %s", name, bad, first,
+	       plen, why);
+	for (size_t g = 1; g <= grow && RH_PROTO_HDR + plen + g <= RH_PROTO_MAX; g++) {
+		size_t n = resized(copy, len, plen + g);
+		int ok = rejected_quiet(tmp, n, name, why, sizeof why);
+		CHECKF(ok, "%s: payload %zu + %zu accepted: %s", name, plen, g, why);
+	}
+	/* The header alone disagreeing with the received length. */
+	memcpy(tmp, copy, len);
+	le32(tmp + 4, (uint32_t)plen + 1);
+	REJECT(tmp, len, "header says", "length field one too big");
+}
+
+/* --------------------------------------------------------------- REGIONS */
+
+static void fill_regions(rh_region_desc *d, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		d[i] = (rh_region_desc){.region = 3 * i + 1,
+		                        .ident = 0x9e3779b9u * i,
+		                        .top = (i * 4096u) & 0xfffff,
+		                        .kind = (uint8_t)(1 + i % 4),
+		                        .evicted_pct = (uint8_t)(i % 101),
+		                        .survivals = (uint16_t)(65535 - i)};
+}
+
+static void regions_round_trip(uint32_t n, uint32_t flags)
+{
+	rh_region_desc *d = calloc(n + 1, sizeof *d), *back = calloc(n + 1, sizeof *back);
+	if (!d || !back) {
+		CHECK(!"out of memory");
+		return;
+	}
+	fill_regions(d, n);
+	rh_msg m = {.type = RH_MSG_REGIONS, .seq = 77};
+	m.u.regions =
+	        (rh_msg_regions){.epoch = 0x123456789abcdefull, .flags = flags, .n = n, .ents = d};
+	size_t len = enc(&m);
+	CHECKF(len == RH_PROTO_HDR + 16 + 16 * (size_t)n, "REGIONS of %u: %zu bytes", n, len);
+	rh_msg r;
+	if (!dec(buf, len, &r))
+		goto out;
+	CHECK(r.type == RH_MSG_REGIONS && r.seq == 77);
+	CHECK(r.u.regions.epoch == 0x123456789abcdefull && r.u.regions.flags == flags &&
+	      r.u.regions.n == n);
+	uint32_t diff = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		rh_msg_regions_get(&r.u.regions, i, &back[i]);
+		if (memcmp(&back[i], &d[i], sizeof d[i]) != 0)
+			diff++;
+	}
+	CHECKF(diff == 0, "REGIONS of %u: %u entries differ", n, diff);
+	r.u.regions.ents = back;
+	same_bytes(&r, buf, len);
+	wrong_lengths(buf, len, 16, n <= 8);
+out:
+	free(d);
+	free(back);
+}
+
+static void regions_reject(void)
+{
+	rh_region_desc d[3];
+	fill_regions(d, 3);
+	rh_msg m = {.type = RH_MSG_REGIONS};
+	m.u.regions = (rh_msg_regions){.epoch = 5, .flags = RH_REGIONS_FIRST, .n = 3, .ents = d};
+	size_t len = enc(&m);
+	rh_msg r;
+
+	memcpy(tmp, buf, len);
+	le32(pl(tmp, 8), 4);
+	REJECT(tmp, len, "REGIONS: unknown flags", "REGIONS flag 4");
+	le32(pl(tmp, 8), 0x80000000u | RH_REGIONS_LAST);
+	REJECT(tmp, len, "REGIONS: unknown flags", "REGIONS high flag");
+
+	/* n over the maximum, also where 16 * n wraps a u32 to the length sent. */
+	memcpy(tmp, buf, len);
+	le32(pl(tmp, 12), RH_REGIONS_MAX + 1);
+	REJECT(tmp, len, "exceed", "REGIONS n = max + 1");
+	size_t n = resized(buf, len, 16);
+	le32(pl(tmp, 12), 0x10000000u);
+	REJECT(tmp, n, "exceed", "REGIONS n wrapping");
+
+	static const struct {
+		uint8_t kind, pct;
+		int ok;
+	} cases[] = {{0, 0, 0},   {5, 0, 0},   {255, 0, 0}, {1, 101, 0},
+	             {2, 255, 0}, {4, 100, 1}, {1, 0, 1}};
+	for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+		memcpy(tmp, buf, len);
+		uint8_t *e = pl(tmp, 16 + 16 * 2); /* the last entry */
+		e[12] = cases[c].kind;
+		e[13] = cases[c].pct;
+		char what[64];
+		snprintf(what, sizeof what, "REGIONS kind %u, %u%% evicted", cases[c].kind,
+		         cases[c].pct);
+		if (cases[c].ok) {
+			CHECKF(dec(tmp, len, &r), "%s", what);
+		} else {
+			REJECT(tmp, len, cases[c].pct > 100 ? "evicted" : "kind", what);
+		}
+	}
+}
+
+/* ----------------------------------------------------------------- ROOTS */
+
+static void roots_round_trip(uint32_t n, uint32_t flags)
+{
+	uint32_t *o = calloc(n + 1, sizeof *o), *back = calloc(n + 1, sizeof *back);
+	if (!o || !back) {
+		CHECK(!"out of memory");
+		return;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		o[i] = i * 2654435761u;
+	rh_msg m = {.type = RH_MSG_ROOTS, .seq = 3};
+	m.u.roots = (rh_msg_roots){.region = 0xfffffffeu, .flags = flags, .n = n, .offs = o};
+	size_t len = enc(&m);
+	CHECKF(len == RH_PROTO_HDR + 12 + 4 * (size_t)n, "ROOTS of %u: %zu bytes", n, len);
+	rh_msg r;
+	if (!dec(buf, len, &r))
+		goto out;
+	CHECK(r.type == RH_MSG_ROOTS && r.seq == 3 && r.u.roots.region == 0xfffffffeu &&
+	      r.u.roots.flags == flags && r.u.roots.n == n);
+	uint32_t diff = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		back[i] = rh_msg_roots_get(&r.u.roots, i);
+		diff += back[i] != o[i];
+	}
+	CHECKF(diff == 0, "ROOTS of %u: %u offsets differ", n, diff);
+	r.u.roots.offs = back;
+	same_bytes(&r, buf, len);
+	wrong_lengths(buf, len, 4, n <= 8);
+out:
+	free(o);
+	free(back);
+}
+
+static void roots_reject(void)
+{
+	static const uint32_t o[] = {0, 2, 4};
+	rh_msg m = {.type = RH_MSG_ROOTS};
+	m.u.roots = (rh_msg_roots){.region = 1, .flags = 0, .n = 3, .offs = o};
+	size_t len = enc(&m);
+	memcpy(tmp, buf, len);
+	le32(pl(tmp, 4), 4);
+	REJECT(tmp, len, "ROOTS: unknown flags", "ROOTS flag 4");
+	le32(pl(tmp, 4), 0);
+	le32(pl(tmp, 8), RH_ROOTS_MAX + 1);
+	REJECT(tmp, len, "exceed", "ROOTS n = max + 1");
+	size_t n = resized(buf, len, 12);
+	le32(pl(tmp, 8), 0x40000000u);
+	REJECT(tmp, n, "exceed", "ROOTS n wrapping");
+}
+
+/* ---------------------------------------------------------------- MARKED */
+
+static void fill_marked(rh_marked_desc *d, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		d[i] = (rh_marked_desc){.region = i,
+		                        .ident = ~i,
+		                        .top = 0xffffff00u - i,
+		                        .objects = i * 7,
+		                        .live_bytes = (uint64_t)(0xffffff00u - i) - i % 3};
+}
+
+static void marked_round_trip(uint32_t n)
+{
+	rh_marked_desc *d = calloc(n + 1, sizeof *d), *back = calloc(n + 1, sizeof *back);
+	if (!d || !back) {
+		CHECK(!"out of memory");
+		return;
+	}
+	fill_marked(d, n);
+	rh_msg m = {.type = RH_MSG_MARKED, .seq = 12};
+	m.u.marked = (rh_msg_marked){.n = n, .ents = d};
+	size_t len = enc(&m);
+	CHECKF(len == RH_PROTO_HDR + 4 + 24 * (size_t)n, "MARKED of %u: %zu bytes", n, len);
+	rh_msg r;
+	if (!dec(buf, len, &r))
+		goto out;
+	CHECK(r.type == RH_MSG_MARKED && r.seq == 12 && r.u.marked.n == n);
+	uint32_t diff = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		rh_msg_marked_get(&r.u.marked, i, &back[i]);
+		diff += memcmp(&back[i], &d[i], sizeof d[i]) != 0;
+	}
+	CHECKF(diff == 0, "MARKED of %u: %u entries differ", n, diff);
+	r.u.marked.ents = back;
+	same_bytes(&r, buf, len);
+	wrong_lengths(buf, len, 24, n <= 8);
+out:
+	free(d);
+	free(back);
+}
+
+static void marked_reject(void)
+{
+	rh_marked_desc d[2];
+	fill_marked(d, 2);
+	d[1].top = 4096;
+	d[1].live_bytes = 4097;
+	rh_msg m = {.type = RH_MSG_MARKED};
+	m.u.marked = (rh_msg_marked){.n = 2, .ents = d};
+	size_t len = enc(&m);
+	REJECT(buf, len, "live bytes above top", "MARKED live_bytes = top + 1");
+	d[1].live_bytes = 1ull << 40; /* would fit a u32 top only if truncated */
+	len = enc(&m);
+	REJECT(buf, len, "live bytes above top", "MARKED live_bytes 2^40");
+	d[1].live_bytes = 4096;
+	len = enc(&m);
+	rh_msg r;
+	CHECKF(dec(buf, len, &r), "MARKED live_bytes = top is legal");
+
+	memcpy(tmp, buf, len);
+	le32(pl(tmp, 0), RH_MARKED_MAX + 1);
+	REJECT(tmp, len, "exceed", "MARKED n = max + 1");
+	size_t n = resized(buf, len, 4);
+	le32(pl(tmp, 0), 0x20000000u); /* 24 * n wraps to 0 */
+	REJECT(tmp, n, "exceed", "MARKED n wrapping");
+}
+
+/* -------------------------------------------------------------- EVACUATE */
+
+static void evacuate_round_trip(uint32_t n_src, uint32_t n_dst, uint32_t flags)
+{
+	uint32_t n = n_src + n_dst;
+	uint32_t *v = calloc(n + 1, sizeof *v), *back = calloc(n + 1, sizeof *back);
+	if (!v || !back) {
+		CHECK(!"out of memory");
+		return;
+	}
+	for (uint32_t i = 0; i < n; i++) /* distinct, not sorted */
+		v[i] = (i * 40503u) % 65521u + (i & 1) * 0x80000000u;
+	rh_msg m = {.type = RH_MSG_EVACUATE, .seq = 13};
+	m.u.evacuate = (rh_msg_evacuate){
+	        .id = ~0ull, .flags = flags, .n_src = n_src, .n_dst = n_dst, .regions = v};
+	size_t len = enc(&m);
+	CHECKF(len == RH_PROTO_HDR + 20 + 4 * (size_t)n, "EVACUATE of %u + %u: %zu bytes", n_src,
+	       n_dst, len);
+	rh_msg r;
+	if (!dec(buf, len, &r))
+		goto out;
+	CHECK(r.type == RH_MSG_EVACUATE && r.seq == 13 && r.u.evacuate.id == ~0ull &&
+	      r.u.evacuate.flags == flags && r.u.evacuate.n_src == n_src &&
+	      r.u.evacuate.n_dst == n_dst);
+	uint32_t diff = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		back[i] = rh_msg_evacuate_region(&r.u.evacuate, i);
+		diff += back[i] != v[i];
+	}
+	CHECKF(diff == 0, "EVACUATE of %u + %u: %u regions differ", n_src, n_dst, diff);
+	r.u.evacuate.regions = back;
+	same_bytes(&r, buf, len);
+	wrong_lengths(buf, len, 4, n <= 8);
+out:
+	free(v);
+	free(back);
+}
+
+/* An EVACUATE of n_src + n_dst regions, all distinct but for v[a] = v[b]. */
+static void evacuate_dup(uint32_t n_src, uint32_t n_dst, uint32_t a, uint32_t b)
+{
+	uint32_t n = n_src + n_dst;
+	uint32_t *v = calloc(n, sizeof *v);
+	if (!v) {
+		CHECK(!"out of memory");
+		return;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		v[i] = n - i;
+	v[b] = v[a];
+	rh_msg m = {.type = RH_MSG_EVACUATE};
+	m.u.evacuate = (rh_msg_evacuate){.id = 1, .n_src = n_src, .n_dst = n_dst, .regions = v};
+	size_t len = enc(&m);
+	char what[96], sub[64];
+	snprintf(what, sizeof what, "EVACUATE %u + %u, [%u] == [%u]", n_src, n_dst, a, b);
+	snprintf(sub, sizeof sub, "region %u listed twice", v[a]);
+	REJECT(buf, len, sub, what);
+	free(v);
+}
+
+static void evacuate_reject(void)
+{
+	evacuate_dup(2, 0, 0, 1);                          /* two sources */
+	evacuate_dup(3, 2, 1, 4);                          /* source is a destination */
+	evacuate_dup(1, 3, 2, 3);                          /* two destinations */
+	evacuate_dup(1000, 1000, 0, 1999);                 /* past the stack scratch */
+	evacuate_dup(1, RH_EVACUATE_MAX - 1, 5000, 16000); /* at the maximum */
+
+	static const uint32_t v[] = {10, 11, 12};
+	rh_msg m = {.type = RH_MSG_EVACUATE};
+	m.u.evacuate = (rh_msg_evacuate){.id = 9, .n_src = 0, .n_dst = 3, .regions = v};
+	size_t len = enc(&m);
+	REJECT(buf, len, "no source", "EVACUATE n_src 0");
+	m.u.evacuate.n_dst = 0;
+	len = enc(&m);
+	REJECT(buf, len, "no source", "EVACUATE 0 + 0");
+
+	m.u.evacuate = (rh_msg_evacuate){.id = 9, .n_src = 2, .n_dst = 1, .regions = v};
+	len = enc(&m);
+	memcpy(tmp, buf, len);
+	le32(pl(tmp, 8), 2);
+	REJECT(tmp, len, "EVACUATE: unknown flags", "EVACUATE flag 2");
+	le32(pl(tmp, 8), RH_EVAC_NO_REMARK | 0x100);
+	REJECT(tmp, len, "EVACUATE: unknown flags", "EVACUATE flags 0x101");
+
+	/* Counts over the maximum, and sums that wrap a u32 to the length sent. */
+	memcpy(tmp, buf, len);
+	le32(pl(tmp, 12), RH_EVACUATE_MAX);
+	le32(pl(tmp, 16), 1);
+	REJECT(tmp, len, "exceed", "EVACUATE n = max + 1");
+	size_t n = resized(buf, len, 20);
+	le32(pl(tmp, 12), 0xffffffffu);
+	le32(pl(tmp, 16), 1);
+	REJECT(tmp, n, "exceed", "EVACUATE n_src + n_dst wrapping to 0");
+	le32(pl(tmp, 12), 0x40000000u);
+	le32(pl(tmp, 16), 0);
+	REJECT(tmp, n, "exceed", "EVACUATE 4 * n wrapping to 0");
+	le32(pl(tmp, 12), 1);
+	le32(pl(tmp, 16), 0xffffffffu);
+	REJECT(tmp, n, "exceed", "EVACUATE n_dst wrapping");
+
+	m.u.evacuate.n_src = RH_EVACUATE_MAX;
+	CHECK(rh_msg_encode(&m, buf, sizeof buf) == 0);
+	m.u.evacuate.n_src = 0xffffffffu;
+	m.u.evacuate.n_dst = 1;
+	CHECK(rh_msg_encode(&m, buf, sizeof buf) == 0);
+}
+
+/* ------------------------------------------------------------- EVAC_REFS */
+
+static void evac_refs_round_trip(uint32_t n)
+{
+	rh_ref_pair *pr = calloc(n + 1, sizeof *pr), *back = calloc(n + 1, sizeof *back);
+	if (!pr || !back) {
+		CHECK(!"out of memory");
+		return;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		pr[i] = (rh_ref_pair){.slot = 0x400000000000ull + 8ull * i,
+		                      .value = i % 5 ? 0xfffffffffffffff8ull - 16ull * i : 0};
+	rh_msg m = {.type = RH_MSG_EVAC_REFS, .seq = 14};
+	m.u.evac_refs = (rh_msg_evac_refs){.id = 42, .n = n, .pairs = pr};
+	size_t len = enc(&m);
+	CHECKF(len == RH_PROTO_HDR + 12 + 16 * (size_t)n, "EVAC_REFS of %u: %zu bytes", n, len);
+	rh_msg r;
+	if (!dec(buf, len, &r))
+		goto out;
+	CHECK(r.type == RH_MSG_EVAC_REFS && r.seq == 14 && r.u.evac_refs.id == 42 &&
+	      r.u.evac_refs.n == n);
+	uint32_t diff = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		rh_msg_evac_refs_get(&r.u.evac_refs, i, &back[i]);
+		diff += back[i].slot != pr[i].slot || back[i].value != pr[i].value;
+	}
+	CHECKF(diff == 0, "EVAC_REFS of %u: %u pairs differ", n, diff);
+	r.u.evac_refs.pairs = back;
+	same_bytes(&r, buf, len);
+	wrong_lengths(buf, len, 16, n <= 8);
+out:
+	free(pr);
+	free(back);
+}
+
+static void evac_refs_reject(void)
+{
+	rh_ref_pair pr[2] = {{0x1000, 0x2000}, {0x3000, 0x4000}};
+	rh_msg m = {.type = RH_MSG_EVAC_REFS};
+	m.u.evac_refs = (rh_msg_evac_refs){.id = 1, .n = 2, .pairs = pr};
+	for (int bit = 0; bit < 3; bit++) {
+		for (int which = 0; which < 2; which++) {
+			pr[1] = (rh_ref_pair){0x3000, 0x4000};
+			if (which)
+				pr[1].value |= 1u << bit;
+			else
+				pr[1].slot |= 1u << bit;
+			size_t len = enc(&m);
+			char what[64];
+			snprintf(what, sizeof what, "EVAC_REFS %s + %d", which ? "value" : "slot",
+			         1 << bit);
+			REJECT(buf, len, "aligned", what);
+		}
+	}
+	pr[1] = (rh_ref_pair){0x3000, 0x4000};
+	size_t len = enc(&m);
+	memcpy(tmp, buf, len);
+	le32(pl(tmp, 8), RH_EVAC_REFS_MAX + 1);
+	REJECT(tmp, len, "exceed", "EVAC_REFS n = max + 1");
+	size_t n = resized(buf, len, 12);
+	le32(pl(tmp, 8), 0x10000000u);
+	REJECT(tmp, n, "exceed", "EVAC_REFS n wrapping");
+}
+
+/* ------------------------------------------------------------- EVACUATED */
+
+static void evacuated_round_trip(uint32_t n_src, uint32_t n_dst)
+{
+	rh_evac_src *s = calloc(n_src + 1, sizeof *s), *sb = calloc(n_src + 1, sizeof *sb);
+	rh_evac_dst *d = calloc(n_dst + 1, sizeof *d), *db = calloc(n_dst + 1, sizeof *db);
+	if (!s || !sb || !d || !db) {
+		CHECK(!"out of memory");
+		goto out;
+	}
+	for (uint32_t i = 0; i < n_src; i++)
+		s[i] = (rh_evac_src){.region = i + 100,
+		                     .status = i % 3 ? RH_EVAC_MOVED : RH_EVAC_KEPT,
+		                     .live_bytes = (uint64_t)i << 33 | i};
+	for (uint32_t i = 0; i < n_dst; i++)
+		d[i] = (rh_evac_dst){.region = ~i, .top = i * 8};
+	rh_msg m = {.type = RH_MSG_EVACUATED, .seq = 15};
+	m.u.evacuated = (rh_msg_evacuated){.id = 7,
+	                                   .n_src = n_src,
+	                                   .n_dst = n_dst,
+	                                   .remark_ns = 1,
+	                                   .evac_ns = 2,
+	                                   .bytes_copied = 3ull << 40,
+	                                   .objects_copied = 4,
+	                                   .pages_rescanned = ~0ull,
+	                                   .src = s,
+	                                   .dst = d};
+	size_t len = enc(&m);
+	CHECKF(len == RH_PROTO_HDR + 56 + 16 * (size_t)n_src + 8 * (size_t)n_dst,
+	       "EVACUATED of %u + %u: %zu bytes", n_src, n_dst, len);
+	rh_msg r;
+	if (!dec(buf, len, &r))
+		goto out;
+	const rh_msg_evacuated *e = &r.u.evacuated;
+	CHECK(r.type == RH_MSG_EVACUATED && r.seq == 15 && e->id == 7 && e->n_src == n_src &&
+	      e->n_dst == n_dst && e->remark_ns == 1 && e->evac_ns == 2 &&
+	      e->bytes_copied == 3ull << 40 && e->objects_copied == 4 &&
+	      e->pages_rescanned == ~0ull);
+	uint32_t diff = 0;
+	for (uint32_t i = 0; i < n_src; i++) {
+		rh_msg_evacuated_src(e, i, &sb[i]);
+		diff += memcmp(&sb[i], &s[i], sizeof s[i]) != 0;
+	}
+	for (uint32_t i = 0; i < n_dst; i++) {
+		rh_msg_evacuated_dst(e, i, &db[i]);
+		diff += memcmp(&db[i], &d[i], sizeof d[i]) != 0;
+	}
+	CHECKF(diff == 0, "EVACUATED of %u + %u: %u entries differ", n_src, n_dst, diff);
+	r.u.evacuated.src = sb;
+	r.u.evacuated.dst = db;
+	same_bytes(&r, buf, len);
+	wrong_lengths(buf, len, 16, n_src + n_dst <= 8);
+out:
+	free(s);
+	free(sb);
+	free(d);
+	free(db);
+}
+
+static void evacuated_reject(void)
+{
+	rh_evac_src s[2] = {{1, RH_EVAC_MOVED, 64}, {2, 2, 0}};
+	rh_evac_dst d[1] = {{3, 64}};
+	rh_msg m = {.type = RH_MSG_EVACUATED};
+	m.u.evacuated = (rh_msg_evacuated){.id = 1, .n_src = 2, .n_dst = 1, .src = s, .dst = d};
+	size_t len = enc(&m);
+	REJECT(buf, len, "unknown status 2", "EVACUATED status 2");
+	s[1].status = 0xffffffffu;
+	len = enc(&m);
+	REJECT(buf, len, "unknown status", "EVACUATED status ~0");
+	s[1].status = RH_EVAC_KEPT;
+	len = enc(&m);
+	rh_msg r;
+	CHECKF(dec(buf, len, &r), "EVACUATED with a kept region");
+
+	/* Counts whose byte total wraps a u32 to the 56 bytes sent. */
+	static const uint32_t wrap[][2] = {{0x10000000u, 0},
+	                                   {0, 0x20000000u},
+	                                   {0x08000000u, 0x10000000u},
+	                                   {0xffffffffu, 0xffffffffu}};
+	for (size_t i = 0; i < sizeof wrap / sizeof wrap[0]; i++) {
+		size_t n = resized(buf, len, 56);
+		le32(pl(tmp, 8), wrap[i][0]);
+		le32(pl(tmp, 12), wrap[i][1]);
+		char what[64];
+		snprintf(what, sizeof what, "EVACUATED %#x + %#x", wrap[i][0], wrap[i][1]);
+		REJECT(tmp, n, "exceed", what);
+	}
+	/* Just over the message size in either array. */
+	uint32_t src_max = (RH_PROTO_MAX - RH_PROTO_HDR - 56) / 16,
+	         dst_max = (RH_PROTO_MAX - RH_PROTO_HDR - 56) / 8;
+	size_t n = resized(buf, len, 56);
+	le32(pl(tmp, 8), src_max + 1);
+	le32(pl(tmp, 12), 0);
+	REJECT(tmp, n, "exceed", "EVACUATED n_src over the size");
+	le32(pl(tmp, 8), 0);
+	le32(pl(tmp, 12), dst_max + 1);
+	REJECT(tmp, n, "exceed", "EVACUATED n_dst over the size");
+	m.u.evacuated = (rh_msg_evacuated){.n_src = src_max + 1};
+	CHECK(rh_msg_encode(&m, buf, sizeof buf) == 0);
+	m.u.evacuated = (rh_msg_evacuated){.n_dst = dst_max + 1};
+	CHECK(rh_msg_encode(&m, buf, sizeof buf) == 0);
+}
+
+/* ------------------------------------------------------- shared behaviour */
+
+static void encoder_limits(void)
+{
+	static rh_region_desc d[RH_REGIONS_MAX + 1];
+	static uint32_t u[RH_ROOTS_MAX + 1];
+	static rh_marked_desc k[RH_MARKED_MAX + 1];
+	static rh_ref_pair pr[RH_EVAC_REFS_MAX + 1];
+	rh_msg m = {.type = RH_MSG_REGIONS};
+	m.u.regions = (rh_msg_regions){.n = RH_REGIONS_MAX + 1, .ents = d};
+	CHECK(rh_msg_encode(&m, buf, sizeof buf) == 0);
+	m = (rh_msg){.type = RH_MSG_ROOTS};
+	m.u.roots = (rh_msg_roots){.n = RH_ROOTS_MAX + 1, .offs = u};
+	CHECK(rh_msg_encode(&m, buf, sizeof buf) == 0);
+	m = (rh_msg){.type = RH_MSG_MARKED};
+	m.u.marked = (rh_msg_marked){.n = RH_MARKED_MAX + 1, .ents = k};
+	CHECK(rh_msg_encode(&m, buf, sizeof buf) == 0);
+	m = (rh_msg){.type = RH_MSG_EVAC_REFS};
+	m.u.evac_refs = (rh_msg_evac_refs){.n = RH_EVAC_REFS_MAX + 1, .pairs = pr};
+	CHECK(rh_msg_encode(&m, buf, sizeof buf) == 0);
+
+	/* A capacity one byte short of each message. */
+	rh_evac_src s[1] = {{1, RH_EVAC_MOVED, 0}};
+	rh_evac_dst dd[1] = {{2, 0}};
+	rh_msg ms[6] = {{.type = RH_MSG_REGIONS},   {.type = RH_MSG_ROOTS},
+	                {.type = RH_MSG_MARKED},    {.type = RH_MSG_EVACUATE},
+	                {.type = RH_MSG_EVAC_REFS}, {.type = RH_MSG_EVACUATED}};
+	fill_regions(d, 2);
+	ms[0].u.regions = (rh_msg_regions){.n = 2, .ents = d};
+	ms[1].u.roots = (rh_msg_roots){.n = 2, .offs = u};
+	ms[2].u.marked = (rh_msg_marked){.n = 2, .ents = k};
+	u[0] = 1;
+	u[1] = 2;
+	ms[3].u.evacuate = (rh_msg_evacuate){.n_src = 1, .n_dst = 1, .regions = u};
+	ms[4].u.evac_refs = (rh_msg_evac_refs){.n = 2, .pairs = pr};
+	ms[5].u.evacuated = (rh_msg_evacuated){.n_src = 1, .n_dst = 1, .src = s, .dst = dd};
+	for (int i = 0; i < 6; i++) {
+		size_t len = rh_msg_encode(&ms[i], buf, sizeof buf);
+		CHECKF(len > RH_PROTO_HDR, "%s encodes", rh_msg_type_name(ms[i].type));
+		CHECKF(rh_msg_encode(&ms[i], buf, len - 1) == 0, "%s fits in %zu bytes",
+		       rh_msg_type_name(ms[i].type), len - 1);
+		CHECKF(rh_msg_encode(&ms[i], buf, len) == len, "%s in exactly %zu bytes",
+		       rh_msg_type_name(ms[i].type), len);
+	}
+}
+
+static void names(void)
+{
+	static const char *const want[] = {"REGIONS",  "ROOTS",     "MARKED",
+	                                   "EVACUATE", "EVAC_REFS", "EVACUATED"};
+	for (unsigned t = RH_MSG_REGIONS; t <= RH_MSG_EVACUATED; t++)
+		CHECKF(strcmp(rh_msg_type_name(t), want[t - RH_MSG_REGIONS]) == 0, "type %u is %s",
+		       t, rh_msg_type_name(t));
+	CHECK(strcmp(rh_msg_type_name(RH_MSG_FREE_OK), "FREE_OK") == 0);
+	CHECK(strcmp(rh_msg_type_name(RH_MSG_TYPE_MAX + 1), "?") == 0);
+}
+
+static void versions(void)
+{
+	static const uint32_t v[] = {4, 5};
+	rh_msg m = {.type = RH_MSG_EVACUATE};
+	m.u.evacuate = (rh_msg_evacuate){.id = 2, .n_src = 1, .n_dst = 1, .regions = v};
+	size_t len = enc(&m);
+	CHECK(buf[2] == 2 && RH_PROTO_VERSION == 2);
+	buf[2] = 1;
+	REJECT(buf, len, "version 1", "EVACUATE with a v1 header");
+
+	/* A v1 peer's HELLO, byte for byte what version 1 sent. */
+	m = (rh_msg){.type = RH_MSG_HELLO, .seq = 1};
+	m.u.hello = (rh_msg_hello){.partition = 1, .heap_size = 1ull << 30, .region_size = 1 << 20};
+	len = enc(&m);
+	buf[2] = 1;
+	REJECT(buf, len, "version 1", "HELLO with a v1 header");
+	buf[2] = 3;
+	REJECT(buf, len, "version 3", "HELLO with a v3 header");
+
+	/* A type past the last one. */
+	m = (rh_msg){.type = RH_MSG_BYE};
+	len = enc(&m);
+	buf[3] = RH_MSG_TYPE_MAX + 1;
+	REJECT(buf, len, "unknown message type", "type 16");
+}
+
+/* v1 message types still round-trip under version 2. */
+static void v1_messages(void)
+{
+	rh_msg m = {.type = RH_MSG_HELLO, .seq = 9}, r;
+	m.u.hello = (rh_msg_hello){.partition = 3,
+	                           .heap_base = 0x400000000000ull,
+	                           .heap_size = 1ull << 32,
+	                           .region_size = 1ull << 20,
+	                           .part_base = 0x400080000000ull,
+	                           .part_size = 1ull << 30};
+	size_t len = enc(&m);
+	CHECK(len == RH_PROTO_HDR + 48);
+	if (dec(buf, len, &r))
+		CHECK(r.type == RH_MSG_HELLO && r.seq == 9 &&
+		      memcmp(&r.u.hello, &m.u.hello, sizeof m.u.hello) == 0);
+
+	static const uint32_t regions[] = {0, 7, 0xffffffffu};
+	m = (rh_msg){.type = RH_MSG_FREE, .seq = 10};
+	m.u.free = (rh_msg_free){.n = 3, .regions = (const uint8_t *)regions};
+	len = enc(&m);
+	CHECK(len == RH_PROTO_HDR + 16);
+	if (dec(buf, len, &r)) {
+		CHECK(r.type == RH_MSG_FREE && r.seq == 10 && r.u.free.n == 3);
+		for (uint32_t i = 0; i < 3; i++)
+			CHECKF(rh_msg_free_region(&r.u.free, i) == regions[i], "FREE region %u", i);
+	}
+}
+
+int main(void)
+{
+	static const uint32_t some[] = {0, 1, 3};
+	for (size_t i = 0; i < 3; i++) {
+		regions_round_trip(some[i],
+		                   some[i] ? RH_REGIONS_FIRST : RH_REGIONS_FIRST | RH_REGIONS_LAST);
+		roots_round_trip(some[i], some[i] == 1 ? RH_ROOTS_FIRST | RH_ROOTS_REMARK : 0);
+		marked_round_trip(some[i]);
+		evac_refs_round_trip(some[i]);
+	}
+	regions_round_trip(RH_REGIONS_MAX, RH_REGIONS_LAST);
+	roots_round_trip(RH_ROOTS_MAX, RH_ROOTS_REMARK);
+	marked_round_trip(RH_MARKED_MAX);
+	evac_refs_round_trip(RH_EVAC_REFS_MAX);
+
+	evacuate_round_trip(1, 0, 0);
+	evacuate_round_trip(2, 1, RH_EVAC_NO_REMARK);
+	evacuate_round_trip(3, 2, 0);
+	evacuate_round_trip(RH_EVACUATE_MAX - 100, 100, 0);
+	evacuate_round_trip(RH_EVACUATE_MAX, 0, 0);
+
+	evacuated_round_trip(0, 0);
+	evacuated_round_trip(1, 0);
+	evacuated_round_trip(3, 2);
+	evacuated_round_trip((RH_PROTO_MAX - RH_PROTO_HDR - 56) / 16, 0);
+	evacuated_round_trip(0, (RH_PROTO_MAX - RH_PROTO_HDR - 56) / 8);
+	evacuated_round_trip((RH_PROTO_MAX - RH_PROTO_HDR - 56 - 8) / 16, 1);
+
+	regions_reject();
+	roots_reject();
+	marked_reject();
+	evacuate_reject();
+	evac_refs_reject();
+	evacuated_reject();
+	encoder_limits();
+	names();
+	versions();
+	v1_messages();
+	return t_finish();
+}
