@@ -219,8 +219,10 @@ static void mark_region(rh_dgc *d, uint32_t l)
 	t->deferred = malloc((t->n_deferred ? t->n_deferred : 1) * sizeof *t->deferred);
 	if (!t->order || !t->deferred)
 		rh_panic("tracer: out of memory saving a region's marks");
-	memcpy(t->order, d->mk.order, t->n_order * sizeof *t->order);
-	memcpy(t->deferred, d->mk.deferred, t->n_deferred * sizeof *t->deferred);
+	if (t->n_order)
+		memcpy(t->order, d->mk.order, t->n_order * sizeof *t->order);
+	if (t->n_deferred)
+		memcpy(t->deferred, d->mk.deferred, t->n_deferred * sizeof *t->deferred);
 	t->live = live_of(d, t->order, t->n_order);
 	/* Marks from stale pages may overlap: an estimate, never above top. */
 	if (t->live > t->top)
@@ -440,7 +442,8 @@ static int remark(rh_dgc *d, uint32_t l, bool no_remark, uint64_t *pages_rescann
 	t->order = malloc((mk->n_order ? mk->n_order : 1) * sizeof *t->order);
 	if (!t->order)
 		rh_panic("tracer: out of memory");
-	memcpy(t->order, mk->order, mk->n_order * sizeof *t->order);
+	if (mk->n_order)
+		memcpy(t->order, mk->order, mk->n_order * sizeof *t->order);
 	t->n_order = mk->n_order;
 	t->live = live_of(d, t->order, t->n_order);
 	d->cur_remark = false;
