@@ -17,6 +17,8 @@ void rh_marker_init(rh_marker *mk)
 	mk->valid_ctx = NULL;
 	mk->deferred = NULL;
 	mk->n_deferred = mk->cap_deferred = 0;
+	mk->outside = NULL;
+	mk->ext_lo = mk->ext_size = 0;
 }
 
 void rh_marker_free(rh_marker *mk)
@@ -94,8 +96,12 @@ static void visit_bfs(void *vctx, void **slot)
 {
 	rh_marker *mk = vctx;
 	uintptr_t v = (uintptr_t)*slot;
-	if (rh_marker_in_set(mk, v) && mark(mk, v))
-		push(mk, v);
+	if (rh_marker_in_set(mk, v)) {
+		if (mark(mk, v))
+			push(mk, v);
+	} else if (mk->outside && (v & 7) == 0 && v - mk->ext_lo < mk->ext_size) {
+		mk->outside(mk->valid_ctx, v);
+	}
 }
 
 /* DFS: children are pushed last field first, so the first field is popped
@@ -104,8 +110,12 @@ static void visit_dfs(void *vctx, void **slot)
 {
 	rh_marker *mk = vctx;
 	uintptr_t v = (uintptr_t)*slot;
-	if (rh_marker_in_set(mk, v) && !rh_marker_is_marked(mk, v))
-		push(mk, v);
+	if (rh_marker_in_set(mk, v)) {
+		if (!rh_marker_is_marked(mk, v))
+			push(mk, v);
+	} else if (mk->outside && (v & 7) == 0 && v - mk->ext_lo < mk->ext_size) {
+		mk->outside(mk->valid_ctx, v);
+	}
 }
 
 static void corrupt(rh_marker *mk, uintptr_t obj)

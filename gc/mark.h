@@ -48,6 +48,10 @@ typedef struct rh_marker {
 	void *valid_ctx;
 	uintptr_t *deferred;
 	size_t n_deferred, cap_deferred;
+	/* Tracers' full-heap marking: a reference outside the set but inside
+	 * [ext_lo, ext_lo + ext_size) goes to `outside` (another partition). */
+	void (*outside)(void *ctx, uintptr_t ref);
+	uintptr_t ext_lo, ext_size;
 } rh_marker;
 
 void rh_marker_init(rh_marker *mk);

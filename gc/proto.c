@@ -41,10 +41,10 @@ static uint64_t get64(const uint8_t *p)
 
 const char *rh_msg_type_name(unsigned type)
 {
-	static const char *const names[] = {"?",      "HELLO",    "TYPES",     "HELLO_OK",
-	                                    "ERROR",  "FREE",     "PING",      "PONG",
-	                                    "BYE",    "FREE_OK",  "REGIONS",   "ROOTS",
-	                                    "MARKED", "EVACUATE", "EVAC_REFS", "EVACUATED"};
+	static const char *const names[] = {
+	        "?",         "HELLO",     "TYPES",     "HELLO_OK", "ERROR", "FREE",     "PING",
+	        "PONG",      "BYE",       "FREE_OK",   "REGIONS",  "ROOTS", "MARKED",   "EVACUATE",
+	        "EVAC_REFS", "EVACUATED", "MARK_REFS", "MARK_ACK", "FULL",  "FULL_DONE"};
 	_Static_assert(sizeof names / sizeof names[0] == RH_MSG_TYPE_MAX + 1,
 	               "a name for every message type");
 	return type <= RH_MSG_TYPE_MAX ? names[type] : "?";
@@ -237,6 +237,56 @@ size_t rh_msg_encode(const rh_msg *m, uint8_t *buf, size_t cap)
 		for (uint32_t i = 0; i < e->n_dst; i++) {
 			put32(dp + 8 * (size_t)i, d[i].region);
 			put32(dp + 8 * (size_t)i + 4, d[i].top);
+		}
+		break;
+	}
+	case RH_MSG_MARK_REFS: {
+		const rh_msg_mark_refs *r = &m->u.mark_refs;
+		if (r->n > RH_MARK_REFS_MAX)
+			return 0;
+		len = 12 + 8 * (size_t)r->n;
+		if (cap < RH_PROTO_HDR + len)
+			return 0;
+		put32(p, r->partition);
+		put32(p + 4, r->flags);
+		put32(p + 8, r->n);
+		const uint64_t *a = r->addrs;
+		for (uint32_t i = 0; i < r->n; i++)
+			put64(p + 12 + 8 * (size_t)i, a[i]);
+		break;
+	}
+	case RH_MSG_MARK_ACK:
+		len = 4;
+		if (cap < RH_PROTO_HDR + len)
+			return 0;
+		put32(p, m->u.mark_ack.batches);
+		break;
+	case RH_MSG_FULL:
+		len = 16;
+		if (cap < RH_PROTO_HDR + len)
+			return 0;
+		put64(p, m->u.full.id);
+		put32(p + 8, m->u.full.phase);
+		put32(p + 12, 0);
+		break;
+	case RH_MSG_FULL_DONE: {
+		const rh_msg_full_done *f = &m->u.full_done;
+		if (f->n > RH_FULL_DONE_MAX)
+			return 0;
+		len = 32 + 16 * (size_t)f->n;
+		if (cap < RH_PROTO_HDR + len)
+			return 0;
+		put64(p, f->id);
+		put64(p + 8, f->bytes_marked);
+		put64(p + 16, f->mark_ns);
+		put32(p + 24, f->flags);
+		put32(p + 28, f->n);
+		const rh_region_live *e = f->ents;
+		for (uint32_t i = 0; i < f->n; i++) {
+			uint8_t *q = p + 32 + 16 * (size_t)i;
+			put32(q, e[i].region);
+			put32(q + 4, 0);
+			put64(q + 8, e[i].live_bytes);
 		}
 		break;
 	}
@@ -517,6 +567,78 @@ int rh_msg_decode(const uint8_t *buf, size_t len, rh_msg *m, rh_error *err)
 		}
 		return RH_OK;
 	}
+	case RH_MSG_MARK_REFS: {
+		rh_msg_mark_refs *r = &m->u.mark_refs;
+		if (plen < 12)
+			return BAD("MARK_REFS: payload %u bytes, need at least 12", plen);
+		r->partition = get32(p);
+		r->flags = get32(p + 4);
+		r->n = get32(p + 8);
+		if (r->flags & ~RH_MARK_ROOTS)
+			return BAD("MARK_REFS: unknown flags %#x", r->flags);
+		if (r->n > RH_MARK_REFS_MAX)
+			return BAD("MARK_REFS: %u addresses exceed %u", r->n, RH_MARK_REFS_MAX);
+		if (plen != 12 + 8 * r->n)
+			return BAD("MARK_REFS: %u addresses inconsistent with payload %u", r->n,
+			           plen);
+		r->addrs = p + 12;
+		for (uint32_t i = 0; i < r->n; i++) {
+			uint64_t a = rh_msg_mark_refs_get(r, i);
+			/* Null is never an object, and no object starts off a word. */
+			if (a == 0 || (a & 7))
+				return BAD("MARK_REFS: address %u is %#llx, not a nonzero 8-byte "
+				           "aligned address",
+				           i, (unsigned long long)a);
+		}
+		return RH_OK;
+	}
+	case RH_MSG_MARK_ACK:
+		if (plen != 4)
+			return BAD("MARK_ACK: payload %u bytes, expected 4", plen);
+		m->u.mark_ack.batches = get32(p);
+		/* An ack of nothing would let a broken peer look alive while the
+		 * CPU server's count never moves. */
+		if (m->u.mark_ack.batches == 0)
+			return BAD("MARK_ACK: acknowledges 0 batches");
+		return RH_OK;
+	case RH_MSG_FULL: {
+		if (plen != 16)
+			return BAD("FULL: payload %u bytes, expected 16", plen);
+		m->u.full.id = get64(p);
+		m->u.full.phase = get32(p + 8);
+		uint32_t reserved = get32(p + 12);
+		if (m->u.full.phase != RH_FULL_BEGIN && m->u.full.phase != RH_FULL_END)
+			return BAD("FULL: unknown phase %u", m->u.full.phase);
+		if (reserved != 0)
+			return BAD("FULL: reserved field is %#x, not 0", reserved);
+		return RH_OK;
+	}
+	case RH_MSG_FULL_DONE: {
+		rh_msg_full_done *f = &m->u.full_done;
+		if (plen < 32)
+			return BAD("FULL_DONE: payload %u bytes, need at least 32", plen);
+		f->id = get64(p);
+		f->bytes_marked = get64(p + 8);
+		f->mark_ns = get64(p + 16);
+		f->flags = get32(p + 24);
+		f->n = get32(p + 28);
+		if (f->flags & ~(RH_FULL_DONE_FIRST | RH_FULL_DONE_LAST))
+			return BAD("FULL_DONE: unknown flags %#x", f->flags);
+		if (f->n > RH_FULL_DONE_MAX)
+			return BAD("FULL_DONE: %u entries exceed %u", f->n, RH_FULL_DONE_MAX);
+		if (plen != 32 + 16 * f->n)
+			return BAD("FULL_DONE: %u entries inconsistent with payload %u", f->n,
+			           plen);
+		f->ents = p + 32;
+		for (uint32_t i = 0; i < f->n; i++) {
+			const uint8_t *q = p + 32 + 16 * (size_t)i;
+			/* Zero now, so that the field can gain a meaning later. */
+			if (get32(q + 4) != 0)
+				return BAD("FULL_DONE: region %u: reserved field is %#x, not 0",
+				           get32(q), get32(q + 4));
+		}
+		return RH_OK;
+	}
 	default:
 		return BAD("unknown message type %u", m->type);
 	}
@@ -578,4 +700,16 @@ void rh_msg_evacuated_dst(const rh_msg_evacuated *m, uint32_t i, rh_evac_dst *ou
 	const uint8_t *q = (const uint8_t *)m->dst + 8 * (size_t)i;
 	out->region = get32(q);
 	out->top = get32(q + 4);
+}
+
+uint64_t rh_msg_mark_refs_get(const rh_msg_mark_refs *m, uint32_t i)
+{
+	return get64((const uint8_t *)m->addrs + 8 * (size_t)i);
+}
+
+void rh_msg_full_done_get(const rh_msg_full_done *m, uint32_t i, rh_region_live *out)
+{
+	const uint8_t *q = (const uint8_t *)m->ents + 16 * (size_t)i;
+	out->region = get32(q);
+	out->live_bytes = get64(q + 8);
 }

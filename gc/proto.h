@@ -39,7 +39,12 @@ enum rh_msg_type {
 	RH_MSG_EVACUATE = 13,  /* CPU → tracer: remark and evacuate these regions */
 	RH_MSG_EVAC_REFS = 14, /* tracer → CPU: cross-region references of moved objects */
 	RH_MSG_EVACUATED = 15, /* tracer → CPU: the EVACUATE with this id is done */
-	RH_MSG_TYPE_MAX = 15,
+	/* Full-heap marking by the tracers (docs/distributed-gc.md). */
+	RH_MSG_MARK_REFS = 16, /* either way: objects to mark, relayed by the CPU server */
+	RH_MSG_MARK_ACK = 17,  /* tracer → CPU: this many MARK_REFS batches are done */
+	RH_MSG_FULL = 18,      /* CPU → tracer: begin / end a full-heap marking */
+	RH_MSG_FULL_DONE = 19, /* tracer → CPU: live bytes per region after the end */
+	RH_MSG_TYPE_MAX = 19,
 };
 
 typedef struct rh_msg_hello {
@@ -155,6 +160,39 @@ typedef struct rh_msg_evacuated {
 	const void *dst; /* encode: rh_evac_dst[n_dst]; decoded: wire */
 } rh_msg_evacuated;
 
+/* MARK_REFS: addresses of objects in `partition` to mark. ROOTS: from the
+ * CPU server's roots (else relayed from another tracer's marking). */
+#define RH_MARK_ROOTS 1u
+#define RH_MARK_REFS_MAX ((RH_PROTO_MAX - RH_PROTO_HDR - 12u) / 8u)
+typedef struct rh_msg_mark_refs {
+	uint32_t partition, flags, n;
+	const void *addrs; /* encode: uint64_t[n]; decoded: wire, use rh_msg_mark_refs_get */
+} rh_msg_mark_refs;
+
+typedef struct rh_msg_mark_ack {
+	uint32_t batches; /* >= 1 */
+} rh_msg_mark_ack;
+
+#define RH_FULL_BEGIN 0u
+#define RH_FULL_END 1u
+typedef struct rh_msg_full {
+	uint64_t id;
+	uint32_t phase; /* RH_FULL_BEGIN or RH_FULL_END */
+} rh_msg_full;
+
+#define RH_FULL_DONE_FIRST 1u
+#define RH_FULL_DONE_LAST 2u
+#define RH_FULL_DONE_MAX ((RH_PROTO_MAX - RH_PROTO_HDR - 32u) / 16u)
+typedef struct rh_region_live {
+	uint32_t region;
+	uint64_t live_bytes;
+} rh_region_live;
+typedef struct rh_msg_full_done {
+	uint64_t id, bytes_marked, mark_ns;
+	uint32_t flags, n;
+	const void *ents; /* encode: rh_region_live[n]; decoded: wire */
+} rh_msg_full_done;
+
 typedef struct rh_msg {
 	uint8_t type;
 	uint32_t seq;
@@ -171,6 +209,10 @@ typedef struct rh_msg {
 		rh_msg_evacuate evacuate;
 		rh_msg_evac_refs evac_refs;
 		rh_msg_evacuated evacuated;
+		rh_msg_mark_refs mark_refs;
+		rh_msg_mark_ack mark_ack;
+		rh_msg_full full;
+		rh_msg_full_done full_done;
 	} u;
 } rh_msg;
 
@@ -190,5 +232,7 @@ uint32_t rh_msg_evacuate_region(const rh_msg_evacuate *m, uint32_t i);
 void rh_msg_evac_refs_get(const rh_msg_evac_refs *m, uint32_t i, rh_ref_pair *out);
 void rh_msg_evacuated_src(const rh_msg_evacuated *m, uint32_t i, rh_evac_src *out);
 void rh_msg_evacuated_dst(const rh_msg_evacuated *m, uint32_t i, rh_evac_dst *out);
+uint64_t rh_msg_mark_refs_get(const rh_msg_mark_refs *m, uint32_t i);
+void rh_msg_full_done_get(const rh_msg_full_done *m, uint32_t i, rh_region_live *out);
 
 #endif

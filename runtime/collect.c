@@ -582,6 +582,12 @@ static void collect(rh_heap *h, rh_gc_kind kind)
 	mk->order_kind = h->cfg.order;
 	mk->live_bytes = g.live;
 
+	if (kind == RH_GC_FULL && h->offload_on) {
+		/* The tracers mark the heap where it lives (docs/distributed-gc.md). */
+		mk->bytes_marked = rh_cssc_full(h);
+		size_generations(&g);
+		goto done;
+	}
 	rh_emit(h, kind, RH_PHASE_ROOTS, 1);
 	uint64_t t_work = rh_now_ns();
 	if (h->dest_region && kind == RH_GC_FULL)
@@ -629,6 +635,7 @@ static void collect(rh_heap *h, rh_gc_kind kind)
 	reclaim(&g);
 	rh_emit(h, kind, RH_PHASE_RECLAIM, 0);
 
+done:
 	rh_log(RH_LOG_DEBUG, "gc",
 	       "%s collection %llu: eden %llu KiB, marked %llu KiB, copied %llu KiB, %u regions "
 	       "free, eden limit %u, survival %.2f",
@@ -639,7 +646,8 @@ static void collect(rh_heap *h, rh_gc_kind kind)
 	pthread_mutex_lock(&h->stats_lock);
 	h->stats.bytes_copied += g.copied_bytes;
 	h->stats.objects_copied += g.copied_objects;
-	h->stats.bytes_marked_cpu += mk->bytes_marked;
+	if (!(kind == RH_GC_FULL && h->offload_on))
+		h->stats.bytes_marked_cpu += mk->bytes_marked;
 	h->stats.pinned_objects += g.pinned;
 	if (kind == RH_GC_FULL)
 		h->stats.full_collections++;

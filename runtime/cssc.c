@@ -286,7 +286,7 @@ static void send_roots(rh_heap *h, size_t host, rh_region *r, uint32_t flags,
 
 /* Each tracer's region table, and roots for marking the regions it will
  * mark in the coming epoch. */
-static void publish(rh_heap *h)
+static void publish(rh_heap *h, bool roots)
 {
 	size_t n_hosts;
 	const rh_swap_host *hosts = rh_remote_hosts(h->remote, &n_hosts);
@@ -330,7 +330,8 @@ static void publish(rh_heap *h)
 		}
 		/* Roots for what the tracer will mark next: mostly evicted old
 		 * regions it has no current marking of. */
-		for (uint32_t i = p->first_region; i < p->first_region + p->n_regions; i++) {
+		for (uint32_t i = p->first_region; roots && i < p->first_region + p->n_regions;
+		     i++) {
 			rh_region *r = &h->regions[i];
 			rh_marked_desc md;
 			if (r->kind != RH_REGION_OLD || r->top == r->start ||
@@ -557,11 +558,190 @@ void rh_cssc_finish(rh_heap *h, rh_gc_kind kind)
 	h->offload_active = false;
 	h->n_tslots = 0;
 	if (h->offload_on) {
-		publish(h);
+		publish(h, true);
 		uint64_t marked = rh_remote_marked_total(h->remote);
 		pthread_mutex_lock(&h->stats_lock);
 		h->stats.regions_marked_remote = marked;
 		pthread_mutex_unlock(&h->stats_lock);
 	}
 	rh_emit(h, kind, RH_PHASE_REMOTE, 0);
+}
+
+/* ---------------------------------------------------------------- full marking */
+
+typedef struct full_roots {
+	rh_heap *h;
+	uint64_t **v; /* per host */
+	size_t *n, *cap;
+} full_roots;
+
+static void add_root(full_roots *fr, uintptr_t obj)
+{
+	size_t k = rh_remote_host_of(fr->h->remote, rh_region_index(fr->h, obj));
+	if (k == SIZE_MAX)
+		return;
+	if (fr->n[k] == fr->cap[k]) {
+		fr->cap[k] = fr->cap[k] ? fr->cap[k] * 2 : 1024;
+		fr->v[k] = realloc(fr->v[k], fr->cap[k] * sizeof **fr->v);
+		if (!fr->v[k])
+			rh_panic("collector: out of memory for roots");
+	}
+	fr->v[k][fr->n[k]++] = obj;
+}
+
+static bool in_use(const rh_region *r)
+{
+	return r->kind == RH_REGION_EDEN || r->kind == RH_REGION_OLD ||
+	       r->kind == RH_REGION_HUMONGOUS || r->kind == RH_REGION_HUMONGOUS_CONT;
+}
+
+static void full_precise(void *ctx, void **slot)
+{
+	full_roots *fr = ctx;
+	uintptr_t v = (uintptr_t)*slot;
+	if (rh_is_ref(fr->h, v) && in_use(rh_region_of(fr->h, v)))
+		add_root(fr, v);
+}
+
+static void full_conservative(void *ctx, uintptr_t w)
+{
+	full_roots *fr = ctx;
+	rh_heap *h = fr->h;
+	if (!rh_in_heap(h, w) || !in_use(rh_region_of(h, w)))
+		return;
+	rh_region *r = rh_region_head(h, rh_region_of(h, w));
+	if (r->kind != RH_REGION_HUMONGOUS && !r->starts_valid)
+		rh_region_build_starts(h, r);
+	uintptr_t obj = rh_region_object_at(h, r, w);
+	if (obj && rh_hdr_type(rh_hdr((void *)obj)) != RH_FILLER_TYPE)
+		add_root(fr, obj); /* nothing moves in this collection: no pin needed */
+}
+
+uint64_t rh_cssc_full(rh_heap *h)
+{
+	rh_error e;
+	size_t n_hosts;
+	const rh_swap_host *hosts = rh_remote_hosts(h->remote, &n_hosts);
+	rh_emit(h, RH_GC_FULL, RH_PHASE_ROOTS, 1);
+	/* Eden grew since the last table: tracers parse regions up to top. */
+	publish(h, false);
+	full_roots fr = {.h = h};
+	fr.v = calloc(n_hosts, sizeof *fr.v);
+	fr.n = calloc(n_hosts, sizeof *fr.n);
+	fr.cap = calloc(n_hosts, sizeof *fr.cap);
+	if (!fr.v || !fr.n || !fr.cap)
+		rh_panic("collector: out of memory for roots");
+	for (rh_mutator *m = h->mutators; m; m = m->next)
+		rh_stack_scan(m, full_conservative, full_precise, &fr);
+	for (size_t i = 0; i < h->n_globals; i++)
+		full_precise(&fr, h->globals[i]);
+	rh_emit(h, RH_GC_FULL, RH_PHASE_ROOTS, 0);
+
+	/* Tracers mark current images: every page goes back first. */
+	rh_emit(h, RH_GC_FULL, RH_PHASE_MARK, 1);
+	for (uint32_t i = 0; i < h->n_regions; i++)
+		if (in_use(&h->regions[i]) && rh_swap_flush_region(h->swap, i, &e) != RH_OK)
+			rh_heap_fail(h, &e);
+	uint64_t id = ++h->cssc_id;
+	if (rh_remote_full_begin(h->remote, id, &e) != RH_OK)
+		rh_heap_fail(h, &e);
+	for (size_t k = 0; k < n_hosts; k++)
+		if (fr.n[k] && rh_remote_full_roots(h->remote, k, fr.v[k], fr.n[k], &e) != RH_OK)
+			rh_heap_fail(h, &e);
+	if (rh_remote_full_wait(h->remote, &e) != RH_OK)
+		rh_heap_fail(h, &e);
+	rh_emit(h, RH_GC_FULL, RH_PHASE_MARK, 0);
+	rh_emit(h, RH_GC_FULL, RH_PHASE_EVACUATE, 1);
+	rh_emit(h, RH_GC_FULL, RH_PHASE_EVACUATE, 0); /* nothing moves */
+
+	/* Dead objects are fillers now; the remembered sets are rebuilt from
+	 * the live objects' cross-region references. */
+	rh_emit(h, RH_GC_FULL, RH_PHASE_FIXUP, 1);
+	rh_remote_full *f;
+	if (rh_remote_full_end(h->remote, &f, &e) != RH_OK)
+		rh_heap_fail(h, &e);
+	for (uint32_t i = 0; i < h->n_regions; i++) {
+		rh_remset_free(&h->regions[i].remset);
+		if (in_use(&h->regions[i]) && h->regions[i].kind != RH_REGION_HUMONGOUS_CONT &&
+		    !f->reported[i]) {
+			rh_err_set(&e, RH_EPEER, "%s did not report region %u after a full marking",
+			           hosts[rh_remote_host_of(h->remote, i)].name, i);
+			rh_heap_fail(h, &e);
+		}
+	}
+	for (size_t j = 0; j < f->n_pairs; j++) {
+		uintptr_t slot = (uintptr_t)f->pairs[j].slot, v = (uintptr_t)f->pairs[j].value;
+		if (!rh_in_heap(h, slot) || (slot & 7) || !in_use(rh_region_of(h, slot))) {
+			rh_err_set(&e, RH_EPEER, "a tracer reported a field at %p outside the heap",
+			           (void *)slot);
+			rh_heap_fail(h, &e);
+		}
+		if (rh_is_ref(h, v) && rh_region_index(h, slot) != rh_region_index(h, v))
+			rh_remember(h, slot, v);
+	}
+	rh_emit(h, RH_GC_FULL, RH_PHASE_FIXUP, 0);
+
+	rh_emit(h, RH_GC_FULL, RH_PHASE_RECLAIM, 1);
+	uint64_t live_total = 0, freed = 0;
+	pthread_mutex_lock(&h->alloc_lock);
+	for (uint32_t i = 0; i < h->n_regions; i++) {
+		rh_region *r = &h->regions[i];
+		if (!in_use(r) || r->kind == RH_REGION_HUMONGOUS_CONT)
+			continue;
+		uint64_t live = f->live[i];
+		live_total += live;
+		if (!live) {
+			freed += (r->kind == RH_REGION_HUMONGOUS ? r->span : 1) * h->region_size;
+			if (r->kind == RH_REGION_HUMONGOUS)
+				rh_region_release(h, r);
+			else
+				rh_region_release_cold(h, r);
+			continue;
+		}
+		if (r->kind == RH_REGION_EDEN) {
+			r->kind = RH_REGION_OLD; /* what survives a full collection is old */
+			h->n_eden--;
+			h->n_old++;
+		}
+		r->live_bytes = live;
+		r->live_known = 1;
+		r->survivals++;
+		r->ident++;
+		r->starts_valid = 0;
+		r->old_top = r->top;
+	}
+	h->eden_cur = 0;
+	h->dest_region = 0;
+	for (uint32_t a = 0; a < RH_TENURE; a++)
+		h->surv_dest[a] = 0;
+	h->surv_taken = 0;
+	h->n_surv = 0;
+	pthread_mutex_unlock(&h->alloc_lock);
+	uint64_t cards = 0;
+	for (uint32_t i = 0; i < h->n_regions; i++)
+		cards += h->regions[i].remset.n_cards;
+	h->remset_cards = cards;
+	if (h->n_freed) {
+		if (rh_remote_free(h->remote, h->freed, h->n_freed, h->region_shift, h->base, &e) !=
+		    RH_OK)
+			rh_heap_fail(h, &e);
+		h->n_freed = 0;
+	}
+	rh_log(RH_LOG_DEBUG, "cssc",
+	       "full marking by tracers: %llu KiB live, %llu KiB freed, %llu batches relayed, "
+	       "%zu cross-region references",
+	       (unsigned long long)(live_total >> 10), (unsigned long long)(freed >> 10),
+	       (unsigned long long)f->relayed, f->n_pairs);
+	pthread_mutex_lock(&h->stats_lock);
+	h->stats.bytes_freed += freed;
+	h->stats.bytes_marked_remote += f->bytes_marked;
+	h->stats.full_collections_remote++;
+	pthread_mutex_unlock(&h->stats_lock);
+	rh_emit(h, RH_GC_FULL, RH_PHASE_RECLAIM, 0);
+	for (size_t k = 0; k < n_hosts; k++)
+		free(fr.v[k]);
+	free(fr.v);
+	free(fr.n);
+	free(fr.cap);
+	return live_total;
 }

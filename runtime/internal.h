@@ -263,6 +263,10 @@ static inline bool rh_cssc_cand(const rh_heap *h, uintptr_t v)
 	return h->offload_active && rh_is_ref(h, v) && h->offload[rh_region_index(h, v)];
 }
 void rh_cssc_note(rh_heap *h, void **slot);
+/* A full collection by the tracers: they mark the whole heap together and
+ * turn dead objects into fillers; empty regions are freed. Returns the live
+ * bytes. Nothing moves and no page is pulled in. */
+uint64_t rh_cssc_full(rh_heap *h);
 void rh_cssc_drop(rh_heap *h, uint32_t region);
 
 /* ---- stats (stats.c) ---- */

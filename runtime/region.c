@@ -120,6 +120,11 @@ int64_t rh_region_take_span(rh_heap *h, uint32_t n)
 	/* First fit over the table; humongous allocation is rare. */
 	uint32_t run = 0;
 	for (uint32_t i = 0; i < h->n_regions; i++) {
+		/* A span stays inside one memory server's partition: its tracer
+		 * must see the whole object. */
+		if (h->remote && i &&
+		    rh_remote_host_of(h->remote, i) != rh_remote_host_of(h->remote, i - 1))
+			run = 0;
 		run = h->regions[i].kind == RH_REGION_FREE ? run + 1 : 0;
 		if (run < n)
 			continue;

@@ -34,6 +34,7 @@ struct rh_remote {
 	uint8_t *has_marked;
 	uint64_t n_marked;    /* MARKED entries received */
 	rh_remote_evac *evac; /* per host: the EVACUATE in progress */
+	rh_remote_full full;
 	uint8_t buf[RH_PROTO_MAX];
 	uint8_t rbuf[RH_PROTO_MAX];
 	pthread_t monitor;
@@ -75,6 +76,37 @@ static void lose(rh_remote *r, size_t i, const char *why)
 		r->fatal(r->fatal_data, &e);
 }
 
+/* A tracer's references into another partition, passed on unchanged. The
+ * batch is counted for its receiver before the sender's ack can arrive
+ * (same connection, later), so the counts never reach zero early. */
+static int relay(rh_remote *r, size_t i, rh_msg *m, size_t len)
+{
+	uint32_t to = m->u.mark_refs.partition;
+	pthread_mutex_lock(&r->lock);
+	r->last_heard[i] = rh_now_ns();
+	bool ok = r->full.active && to < r->n_hosts && to != i &&
+	          !(m->u.mark_refs.flags & RH_MARK_ROOTS);
+	if (ok) {
+		r->full.outstanding[to]++;
+		r->full.relayed++;
+	}
+	pthread_mutex_unlock(&r->lock);
+	if (!ok) {
+		lose(r, i, "MARK_REFS outside a full marking or for its own partition");
+		return -1;
+	}
+	rh_error e;
+	pthread_mutex_lock(&r->send_lock);
+	/* The decoded message points into rbuf: re-send those bytes. */
+	int rc = rh_tp_send(r->hosts[to].conn, r->rbuf, len, (int)r->cfg->timeout_ms, &e);
+	pthread_mutex_unlock(&r->send_lock);
+	if (rc != RH_OK) {
+		lose(r, to, e.msg);
+		return -1;
+	}
+	return 0;
+}
+
 /* Handle one message from host i (monitor thread). 0, or -1 if lost. */
 static int on_message(rh_remote *r, size_t i, size_t len)
 {
@@ -89,6 +121,8 @@ static int on_message(rh_remote *r, size_t i, size_t len)
 		return -1;
 	}
 	const char *bad = NULL;
+	if (m.type == RH_MSG_MARK_REFS)
+		return relay(r, i, &m, len);
 	pthread_mutex_lock(&r->lock);
 	r->last_heard[i] = rh_now_ns();
 	rh_remote_evac *ev = &r->evac[i];
@@ -111,7 +145,58 @@ static int on_message(rh_remote *r, size_t i, size_t len)
 			r->n_marked++;
 		}
 		break;
+	case RH_MSG_MARK_ACK:
+		if (!r->full.active || m.u.mark_ack.batches > r->full.outstanding[i]) {
+			bad = "MARK_ACK for batches never sent";
+			break;
+		}
+		r->full.outstanding[i] -= m.u.mark_ack.batches;
+		pthread_cond_broadcast(&r->cond);
+		break;
+	case RH_MSG_FULL_DONE: {
+		rh_remote_full *f = &r->full;
+		const rh_partition *p = &r->hosts[i].part;
+		if (!f->active || m.u.full_done.id != f->id || f->done[i]) {
+			bad = "FULL_DONE for no full marking in progress";
+			break;
+		}
+		for (uint32_t k = 0; k < m.u.full_done.n; k++) {
+			rh_region_live rl;
+			rh_msg_full_done_get(&m.u.full_done, k, &rl);
+			if (rl.region - p->first_region >= p->n_regions) {
+				bad = "FULL_DONE names a region outside its partition";
+				break;
+			}
+			f->live[rl.region] = rl.live_bytes;
+			f->reported[rl.region] = 1;
+		}
+		if (m.u.full_done.flags & RH_FULL_DONE_LAST) {
+			f->done[i] = true;
+			f->bytes_marked += m.u.full_done.bytes_marked;
+			f->mark_ns += m.u.full_done.mark_ns;
+			pthread_cond_broadcast(&r->cond);
+		}
+		break;
+	}
 	case RH_MSG_EVAC_REFS:
+		if (r->full.active && m.u.evac_refs.id == r->full.id) {
+			rh_remote_full *f = &r->full;
+			if (f->n_pairs + m.u.evac_refs.n > f->cap_pairs) {
+				size_t cap = f->cap_pairs ? f->cap_pairs : 4096;
+				while (cap < f->n_pairs + m.u.evac_refs.n)
+					cap *= 2;
+				rh_ref_pair *pp = realloc(f->pairs, cap * sizeof *pp);
+				if (!pp) {
+					bad = "out of memory for EVAC_REFS";
+					break;
+				}
+				f->pairs = pp;
+				f->cap_pairs = cap;
+			}
+			for (uint32_t k = 0; k < m.u.evac_refs.n; k++)
+				rh_msg_evac_refs_get(&m.u.evac_refs, k, &f->pairs[f->n_pairs++]);
+			break;
+		}
 		if (!ev->want || ev->done || m.u.evac_refs.id != ev->id) {
 			bad = "EVAC_REFS for no EVACUATE in progress";
 			break;
@@ -318,6 +403,10 @@ int rh_remote_open(const rh_config *cfg, void (*fatal)(void *, const rh_error *)
 	r->marked = calloc(r->n_regions, sizeof *r->marked);
 	r->has_marked = calloc(r->n_regions, 1);
 	r->evac = calloc(r->n_hosts, sizeof *r->evac);
+	r->full.outstanding = calloc(r->n_hosts, sizeof *r->full.outstanding);
+	r->full.done = calloc(r->n_hosts, sizeof *r->full.done);
+	r->full.live = calloc(r->n_regions, sizeof *r->full.live);
+	r->full.reported = calloc(r->n_regions, 1);
 	pthread_mutex_init(&r->send_lock, NULL);
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_cond_init(&r->cond, NULL);
@@ -366,6 +455,11 @@ void rh_remote_close(rh_remote *r)
 		free(r->evac[i].dst);
 	}
 	free(r->evac);
+	free(r->full.outstanding);
+	free(r->full.done);
+	free(r->full.live);
+	free(r->full.reported);
+	free(r->full.pairs);
 	free(r->marked);
 	free(r->has_marked);
 	free(r->hosts);
@@ -551,5 +645,88 @@ int rh_remote_evac_wait(rh_remote *r, size_t host, rh_remote_evac **out, rh_erro
 	ev->want = false;
 	pthread_mutex_unlock(&r->lock);
 	*out = ev;
+	return rc;
+}
+
+int rh_remote_full_begin(rh_remote *r, uint64_t id, rh_error *err)
+{
+	pthread_mutex_lock(&r->lock);
+	rh_remote_full *f = &r->full;
+	f->id = id;
+	f->active = true;
+	f->n_pairs = 0;
+	f->bytes_marked = f->mark_ns = f->relayed = 0;
+	memset(f->outstanding, 0, r->n_hosts * sizeof *f->outstanding);
+	memset(f->done, 0, r->n_hosts * sizeof *f->done);
+	memset(f->live, 0, r->n_regions * sizeof *f->live);
+	memset(f->reported, 0, r->n_regions);
+	pthread_mutex_unlock(&r->lock);
+	for (size_t i = 0; i < r->n_hosts; i++) {
+		rh_msg m = {.type = RH_MSG_FULL};
+		m.u.full = (rh_msg_full){id, RH_FULL_BEGIN};
+		int rc = send_to(r, i, &m, err);
+		if (rc != RH_OK)
+			return rc;
+	}
+	return RH_OK;
+}
+
+int rh_remote_full_roots(rh_remote *r, size_t host, const uint64_t *addrs, size_t n, rh_error *err)
+{
+	for (size_t k = 0; k < n; k += RH_MARK_REFS_MAX) {
+		rh_msg m = {.type = RH_MSG_MARK_REFS};
+		size_t c = n - k < RH_MARK_REFS_MAX ? n - k : RH_MARK_REFS_MAX;
+		m.u.mark_refs =
+		        (rh_msg_mark_refs){(uint32_t)host, RH_MARK_ROOTS, (uint32_t)c, addrs + k};
+		pthread_mutex_lock(&r->lock);
+		r->full.outstanding[host]++;
+		pthread_mutex_unlock(&r->lock);
+		int rc = send_to(r, host, &m, err);
+		if (rc != RH_OK)
+			return rc;
+	}
+	return RH_OK;
+}
+
+static int wait_full(rh_remote *r, bool end, rh_error *err)
+{
+	int rc = RH_OK;
+	pthread_mutex_lock(&r->lock);
+	for (;;) {
+		bool all = true;
+		for (size_t i = 0; i < r->n_hosts; i++)
+			all &= end ? r->full.done[i] : r->full.outstanding[i] == 0;
+		if (all)
+			break;
+		if (atomic_load(&r->lost)) {
+			rc = rh_err_set(err, RH_EPEER,
+			                "a memory server was lost during a full marking");
+			break;
+		}
+		rh_cond_wait_ms(&r->cond, &r->lock, 20);
+	}
+	pthread_mutex_unlock(&r->lock);
+	return rc;
+}
+
+int rh_remote_full_wait(rh_remote *r, rh_error *err)
+{
+	return wait_full(r, false, err);
+}
+
+int rh_remote_full_end(rh_remote *r, rh_remote_full **out, rh_error *err)
+{
+	for (size_t i = 0; i < r->n_hosts; i++) {
+		rh_msg m = {.type = RH_MSG_FULL};
+		m.u.full = (rh_msg_full){r->full.id, RH_FULL_END};
+		int rc = send_to(r, i, &m, err);
+		if (rc != RH_OK)
+			return rc;
+	}
+	int rc = wait_full(r, true, err);
+	pthread_mutex_lock(&r->lock);
+	r->full.active = false;
+	pthread_mutex_unlock(&r->lock);
+	*out = &r->full;
 	return rc;
 }

@@ -52,4 +52,24 @@ int rh_remote_evacuate(rh_remote *r, size_t host, uint64_t id, uint32_t flags, c
  * EVACUATE. */
 int rh_remote_evac_wait(rh_remote *r, size_t host, rh_remote_evac **out, rh_error *err);
 
+/* Full-heap marking by the tracers. The monitor thread relays MARK_REFS
+ * between tracers and counts batches outstanding per tracer. */
+typedef struct rh_remote_full {
+	uint64_t id;
+	bool active;
+	uint64_t *outstanding; /* per host: batches sent to it, not yet acked */
+	bool *done;            /* per host: its last FULL_DONE arrived */
+	uint64_t *live;        /* per region: live bytes reported */
+	uint8_t *reported;     /* per region */
+	rh_ref_pair *pairs;    /* cross-region references of live objects */
+	size_t n_pairs, cap_pairs;
+	uint64_t bytes_marked, mark_ns, relayed;
+} rh_remote_full;
+int rh_remote_full_begin(rh_remote *r, uint64_t id, rh_error *err);
+int rh_remote_full_roots(rh_remote *r, size_t host, const uint64_t *addrs, size_t n, rh_error *err);
+/* Wait until no batch is outstanding anywhere (marking terminated). */
+int rh_remote_full_wait(rh_remote *r, rh_error *err);
+/* Send FULL END and wait for every tracer's FULL_DONE. */
+int rh_remote_full_end(rh_remote *r, rh_remote_full **out, rh_error *err);
+
 #endif

@@ -130,6 +130,7 @@ char *rh_stats_json(rh_heap *h)
 	F(bytes_copied_remote);
 	F(csscs);
 	F(remote_refs_fixed);
+	F(full_collections_remote);
 #undef F
 	json_object_set_new(o, "p50_pause_ns",
 	                    json_integer((json_int_t)rh_stats_pause_percentile(h, 50)));

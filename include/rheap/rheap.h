@@ -250,6 +250,7 @@ typedef struct rh_stats {
 	uint64_t bytes_copied_remote;      /* bytes tracers copied */
 	uint64_t csscs;                    /* pauses in which tracers evacuated */
 	uint64_t remote_refs_fixed;        /* external references to moved objects fixed */
+	uint64_t full_collections_remote;  /* full collections marked by the tracers */
 } rh_stats;
 
 RH_API void rh_stats_get(rh_heap *h, rh_stats *out);

@@ -95,6 +95,24 @@ static int to_host(rh_msg *m, void **a, void **b)
 		e->dst = d;
 		return 0;
 	}
+	case RH_MSG_MARK_REFS: {
+		uint64_t *v = *a = malloc(((size_t)m->u.mark_refs.n + 1) * sizeof *v);
+		if (!v)
+			return -1;
+		for (uint32_t i = 0; i < m->u.mark_refs.n; i++)
+			v[i] = rh_msg_mark_refs_get(&m->u.mark_refs, i);
+		m->u.mark_refs.addrs = v;
+		return 0;
+	}
+	case RH_MSG_FULL_DONE: {
+		rh_region_live *e = *a = malloc(((size_t)m->u.full_done.n + 1) * sizeof *e);
+		if (!e)
+			return -1;
+		for (uint32_t i = 0; i < m->u.full_done.n; i++)
+			rh_msg_full_done_get(&m->u.full_done, i, &e[i]);
+		m->u.full_done.ents = e;
+		return 0;
+	}
 	default:
 		return 0;
 	}

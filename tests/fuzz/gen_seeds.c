@@ -131,6 +131,42 @@ static void distributed_seeds(void)
 	proto_seed("evacuated", &m);
 }
 
+/* Full-heap marking: every flag and both phases, batches with more than one
+ * entry (per-entry checks), and addresses that use the top bits. */
+static void full_marking_seeds(void)
+{
+	static const uint64_t roots[] = {0x400000001000ull, 0x400020000018ull, 0x4000200ffff8ull};
+	static const uint64_t relayed[] = {0x400040000010ull, 0xfffffffffffffff8ull};
+	static const rh_region_live live[] = {
+	        {512, 4096}, {513, 0}, {514, 1 << 20}, {0xffffffffu, ~0ull}};
+
+	rh_msg m = {.type = RH_MSG_FULL, .seq = 30};
+	m.u.full = (rh_msg_full){.id = 1, .phase = RH_FULL_BEGIN};
+	proto_seed("full-begin", &m);
+	m.u.full = (rh_msg_full){.id = 1, .phase = RH_FULL_END};
+	proto_seed("full-end", &m);
+	m = (rh_msg){.type = RH_MSG_MARK_REFS, .seq = 31};
+	m.u.mark_refs =
+	        (rh_msg_mark_refs){.partition = 1, .flags = RH_MARK_ROOTS, .n = 3, .addrs = roots};
+	proto_seed("mark_refs-roots", &m);
+	m.u.mark_refs = (rh_msg_mark_refs){.partition = 2, .flags = 0, .n = 2, .addrs = relayed};
+	proto_seed("mark_refs", &m);
+	m = (rh_msg){.type = RH_MSG_MARK_ACK, .seq = 32};
+	m.u.mark_ack.batches = 3;
+	proto_seed("mark_ack", &m);
+	m = (rh_msg){.type = RH_MSG_FULL_DONE, .seq = 33};
+	m.u.full_done = (rh_msg_full_done){.id = 1,
+	                                   .bytes_marked = 5 << 20,
+	                                   .mark_ns = 3000000,
+	                                   .flags = RH_FULL_DONE_FIRST | RH_FULL_DONE_LAST,
+	                                   .n = 4,
+	                                   .ents = live};
+	proto_seed("full_done", &m);
+	m.u.full_done = (rh_msg_full_done){
+	        .id = 2, .bytes_marked = 0, .mark_ns = 1, .flags = RH_FULL_DONE_FIRST, .n = 0};
+	proto_seed("full_done-empty", &m);
+}
+
 static void proto_seeds(void)
 {
 	static const char types_json[] = "{\"version\":1,\"types\":[]}";
@@ -170,6 +206,7 @@ static void proto_seeds(void)
 	m = (rh_msg){.type = RH_MSG_FREE_OK, .seq = 5};
 	proto_seed("free_ok", &m);
 	distributed_seeds();
+	full_marking_seeds();
 }
 
 /* fuzz_auth scripts: the scenario byte, then (impostor) segments of the

@@ -1,5 +1,5 @@
 /* Control-path codec (gc/proto.c), version 2: every distributed-collection
- * message round-trips, at zero and at maximum counts, and every malformed
+ * and full-marking message round-trips, at zero and at maximum counts, and every malformed
  * variant is refused with RH_EPEER and a message; v1 messages still
  * round-trip and a version-1 header is refused. */
 #include <stdint.h>
@@ -592,6 +592,244 @@ static void evacuated_reject(void)
 	CHECK(rh_msg_encode(&m, buf, sizeof buf) == 0);
 }
 
+/* ------------------------------------------------------------- MARK_REFS */
+
+static void fill_addrs(uint64_t *a, uint32_t n)
+{
+	/* All 64 bits in use somewhere, the top one included. */
+	for (uint32_t i = 0; i < n; i++)
+		a[i] = i % 3 == 2 ? 0xfffffffffffffff8ull - 8ull * i
+		                  : 0x400000000000ull + ((uint64_t)i << 20) + 8ull * i;
+}
+
+static void mark_refs_round_trip(uint32_t n, uint32_t flags)
+{
+	uint64_t *a = calloc(n + 1, sizeof *a), *back = calloc(n + 1, sizeof *back);
+	if (!a || !back) {
+		CHECK(!"out of memory");
+		goto out;
+	}
+	fill_addrs(a, n);
+	rh_msg m = {.type = RH_MSG_MARK_REFS, .seq = 16};
+	m.u.mark_refs =
+	        (rh_msg_mark_refs){.partition = 0xfffffffdu, .flags = flags, .n = n, .addrs = a};
+	size_t len = enc(&m);
+	CHECKF(len == RH_PROTO_HDR + 12 + 8 * (size_t)n, "MARK_REFS of %u: %zu bytes", n, len);
+	rh_msg r;
+	if (!dec(buf, len, &r))
+		goto out;
+	CHECK(r.type == RH_MSG_MARK_REFS && r.seq == 16 && r.u.mark_refs.partition == 0xfffffffdu &&
+	      r.u.mark_refs.flags == flags && r.u.mark_refs.n == n);
+	uint32_t diff = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		back[i] = rh_msg_mark_refs_get(&r.u.mark_refs, i);
+		diff += back[i] != a[i];
+	}
+	CHECKF(diff == 0, "MARK_REFS of %u: %u addresses differ", n, diff);
+	r.u.mark_refs.addrs = back;
+	same_bytes(&r, buf, len);
+	wrong_lengths(buf, len, 8, n <= 8);
+out:
+	free(a);
+	free(back);
+}
+
+static void mark_refs_reject(void)
+{
+	uint64_t a[3] = {0x1000, 0x2008, 0x3ff8};
+	rh_msg m = {.type = RH_MSG_MARK_REFS};
+	m.u.mark_refs =
+	        (rh_msg_mark_refs){.partition = 2, .flags = RH_MARK_ROOTS, .n = 3, .addrs = a};
+	size_t len = enc(&m);
+	rh_msg r;
+	CHECKF(dec(buf, len, &r), "MARK_REFS with ROOTS");
+
+	memcpy(tmp, buf, len);
+	le32(pl(tmp, 4), 2);
+	REJECT(tmp, len, "MARK_REFS: unknown flags", "MARK_REFS flag 2");
+	le32(pl(tmp, 4), 0x80000000u | RH_MARK_ROOTS);
+	REJECT(tmp, len, "MARK_REFS: unknown flags", "MARK_REFS high flag");
+
+	memcpy(tmp, buf, len);
+	le32(pl(tmp, 8), RH_MARK_REFS_MAX + 1);
+	REJECT(tmp, len, "exceed", "MARK_REFS n = max + 1");
+	size_t n = resized(buf, len, 12);
+	le32(pl(tmp, 8), 0x20000000u); /* 8 * n wraps a u32 to 0 */
+	REJECT(tmp, n, "exceed", "MARK_REFS n wrapping");
+
+	/* Null, and each misalignment, first and last in the batch. */
+	for (uint32_t at = 0; at < 3; at += 2) {
+		for (uint64_t off = 0; off < 8; off++) {
+			a[0] = 0x1000;
+			a[2] = 0x3ff8;
+			a[at] = off ? a[at] + off : 0;
+			len = enc(&m);
+			char what[64], sub[32];
+			snprintf(what, sizeof what, "MARK_REFS address %u = %#llx", at,
+			         (unsigned long long)a[at]);
+			snprintf(sub, sizeof sub, "address %u is", at);
+			REJECT(buf, len, sub, what);
+		}
+	}
+	a[0] = 0x1000;
+	a[2] = 0xfffffffffffffff8ull;
+	len = enc(&m);
+	CHECKF(dec(buf, len, &r), "MARK_REFS address 2^64 - 8");
+}
+
+/* -------------------------------------------------------------- MARK_ACK */
+
+static void mark_ack(void)
+{
+	static const uint32_t ok[] = {1, 2, 0xffffffffu};
+	rh_msg m = {.type = RH_MSG_MARK_ACK, .seq = 17}, r;
+	size_t len = 0;
+	for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+		m.u.mark_ack.batches = ok[i];
+		len = enc(&m);
+		CHECKF(len == RH_PROTO_HDR + 4, "MARK_ACK: %zu bytes", len);
+		if (dec(buf, len, &r)) {
+			CHECKF(r.type == RH_MSG_MARK_ACK && r.seq == 17 &&
+			               r.u.mark_ack.batches == ok[i],
+			       "MARK_ACK of %u", ok[i]);
+			same_bytes(&r, buf, len);
+		}
+	}
+	wrong_lengths(buf, len, 8, 1);
+	m.u.mark_ack.batches = 0;
+	len = enc(&m);
+	REJECT(buf, len, "MARK_ACK: acknowledges 0", "MARK_ACK of 0");
+}
+
+/* ------------------------------------------------------------------ FULL */
+
+static void full(void)
+{
+	static const struct {
+		uint64_t id;
+		uint32_t phase;
+	} ok[] = {{0, RH_FULL_BEGIN}, {~0ull, RH_FULL_END}, {0x8000000000000001ull, RH_FULL_BEGIN}};
+	rh_msg m = {.type = RH_MSG_FULL, .seq = 18}, r;
+	size_t len = 0;
+	for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+		m.u.full = (rh_msg_full){.id = ok[i].id, .phase = ok[i].phase};
+		len = enc(&m);
+		CHECKF(len == RH_PROTO_HDR + 16, "FULL: %zu bytes", len);
+		CHECKF(pl(buf, 12)[0] == 0 && pl(buf, 12)[1] == 0 && pl(buf, 12)[2] == 0 &&
+		               pl(buf, 12)[3] == 0,
+		       "FULL: reserved field written as 0");
+		if (dec(buf, len, &r)) {
+			CHECKF(r.type == RH_MSG_FULL && r.seq == 18 && r.u.full.id == ok[i].id &&
+			               r.u.full.phase == ok[i].phase,
+			       "FULL %zu", i);
+			same_bytes(&r, buf, len);
+		}
+	}
+	wrong_lengths(buf, len, 16, 1);
+
+	static const uint32_t bad_phase[] = {2, 3, 0x80000000u, 0xffffffffu};
+	for (size_t i = 0; i < sizeof bad_phase / sizeof bad_phase[0]; i++) {
+		m.u.full = (rh_msg_full){.id = 1, .phase = bad_phase[i]};
+		len = enc(&m);
+		char what[48];
+		snprintf(what, sizeof what, "FULL phase %#x", bad_phase[i]);
+		REJECT(buf, len, "FULL: unknown phase", what);
+	}
+	/* Each byte of the reserved field alone. */
+	m.u.full = (rh_msg_full){.id = 1, .phase = RH_FULL_END};
+	len = enc(&m);
+	for (int b = 0; b < 4; b++) {
+		memcpy(tmp, buf, len);
+		pl(tmp, 12)[b] = (uint8_t)(1u << (2 * b + 1));
+		char what[48];
+		snprintf(what, sizeof what, "FULL reserved byte %d", b);
+		REJECT(tmp, len, "FULL: reserved", what);
+	}
+}
+
+/* ------------------------------------------------------------- FULL_DONE */
+
+static void fill_live(rh_region_live *e, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		e[i] = (rh_region_live){.region = 0xffffffffu - 5 * i,
+		                        .live_bytes =
+		                                i % 2 ? (uint64_t)i << 40 | 8 * i : ~0ull - i};
+}
+
+static void full_done_round_trip(uint32_t n, uint32_t flags)
+{
+	rh_region_live *e = calloc(n + 1, sizeof *e), *back = calloc(n + 1, sizeof *back);
+	if (!e || !back) {
+		CHECK(!"out of memory");
+		goto out;
+	}
+	fill_live(e, n);
+	rh_msg m = {.type = RH_MSG_FULL_DONE, .seq = 19};
+	m.u.full_done = (rh_msg_full_done){.id = 0x0123456789abcdefull,
+	                                   .bytes_marked = 5ull << 33,
+	                                   .mark_ns = ~0ull - 1,
+	                                   .flags = flags,
+	                                   .n = n,
+	                                   .ents = e};
+	size_t len = enc(&m);
+	CHECKF(len == RH_PROTO_HDR + 32 + 16 * (size_t)n, "FULL_DONE of %u: %zu bytes", n, len);
+	rh_msg r;
+	if (!dec(buf, len, &r))
+		goto out;
+	const rh_msg_full_done *f = &r.u.full_done;
+	CHECK(r.type == RH_MSG_FULL_DONE && r.seq == 19 && f->id == 0x0123456789abcdefull &&
+	      f->bytes_marked == 5ull << 33 && f->mark_ns == ~0ull - 1 && f->flags == flags &&
+	      f->n == n);
+	uint32_t diff = 0, reserved = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		rh_msg_full_done_get(f, i, &back[i]);
+		diff += back[i].region != e[i].region || back[i].live_bytes != e[i].live_bytes;
+		/* The encoder owns the reserved word: the struct has none. */
+		const uint8_t *q = pl(buf, 32 + 16 * (size_t)i + 4);
+		reserved += (q[0] | q[1] | q[2] | q[3]) != 0;
+	}
+	CHECKF(diff == 0, "FULL_DONE of %u: %u entries differ", n, diff);
+	CHECKF(reserved == 0, "FULL_DONE of %u: %u reserved fields not 0", n, reserved);
+	r.u.full_done.ents = back;
+	same_bytes(&r, buf, len);
+	wrong_lengths(buf, len, 16, n <= 8);
+out:
+	free(e);
+	free(back);
+}
+
+static void full_done_reject(void)
+{
+	rh_region_live e[3];
+	fill_live(e, 3);
+	rh_msg m = {.type = RH_MSG_FULL_DONE};
+	m.u.full_done = (rh_msg_full_done){.id = 4, .flags = RH_FULL_DONE_FIRST, .n = 3, .ents = e};
+	size_t len = enc(&m);
+
+	memcpy(tmp, buf, len);
+	le32(pl(tmp, 24), 4);
+	REJECT(tmp, len, "FULL_DONE: unknown flags", "FULL_DONE flag 4");
+	le32(pl(tmp, 24), 0x80000000u | RH_FULL_DONE_LAST);
+	REJECT(tmp, len, "FULL_DONE: unknown flags", "FULL_DONE high flag");
+
+	memcpy(tmp, buf, len);
+	le32(pl(tmp, 28), RH_FULL_DONE_MAX + 1);
+	REJECT(tmp, len, "exceed", "FULL_DONE n = max + 1");
+	size_t n = resized(buf, len, 32);
+	le32(pl(tmp, 28), 0x10000000u); /* 16 * n wraps a u32 to 0 */
+	REJECT(tmp, n, "exceed", "FULL_DONE n wrapping");
+
+	for (uint32_t i = 0; i < 3; i++) {
+		memcpy(tmp, buf, len);
+		le32(pl(tmp, 32 + 16 * (size_t)i + 4), i == 1 ? 0x80000000u : 1u << i);
+		char what[48], sub[48];
+		snprintf(what, sizeof what, "FULL_DONE entry %u reserved", i);
+		snprintf(sub, sizeof sub, "region %u: reserved", e[i].region);
+		REJECT(tmp, len, sub, what);
+	}
+}
+
 /* ------------------------------------------------------- shared behaviour */
 
 static void encoder_limits(void)
@@ -600,6 +838,8 @@ static void encoder_limits(void)
 	static uint32_t u[RH_ROOTS_MAX + 1];
 	static rh_marked_desc k[RH_MARKED_MAX + 1];
 	static rh_ref_pair pr[RH_EVAC_REFS_MAX + 1];
+	static uint64_t a[RH_MARK_REFS_MAX + 1];
+	static rh_region_live lv[RH_FULL_DONE_MAX + 1];
 	rh_msg m = {.type = RH_MSG_REGIONS};
 	m.u.regions = (rh_msg_regions){.n = RH_REGIONS_MAX + 1, .ents = d};
 	CHECK(rh_msg_encode(&m, buf, sizeof buf) == 0);
@@ -612,13 +852,25 @@ static void encoder_limits(void)
 	m = (rh_msg){.type = RH_MSG_EVAC_REFS};
 	m.u.evac_refs = (rh_msg_evac_refs){.n = RH_EVAC_REFS_MAX + 1, .pairs = pr};
 	CHECK(rh_msg_encode(&m, buf, sizeof buf) == 0);
+	m = (rh_msg){.type = RH_MSG_MARK_REFS};
+	m.u.mark_refs = (rh_msg_mark_refs){.n = RH_MARK_REFS_MAX + 1, .addrs = a};
+	CHECK(rh_msg_encode(&m, buf, sizeof buf) == 0);
+	m.u.mark_refs.n = 0xffffffffu;
+	CHECK(rh_msg_encode(&m, buf, sizeof buf) == 0);
+	m = (rh_msg){.type = RH_MSG_FULL_DONE};
+	m.u.full_done = (rh_msg_full_done){.n = RH_FULL_DONE_MAX + 1, .ents = lv};
+	CHECK(rh_msg_encode(&m, buf, sizeof buf) == 0);
+	m.u.full_done.n = 0xffffffffu;
+	CHECK(rh_msg_encode(&m, buf, sizeof buf) == 0);
 
 	/* A capacity one byte short of each message. */
 	rh_evac_src s[1] = {{1, RH_EVAC_MOVED, 0}};
 	rh_evac_dst dd[1] = {{2, 0}};
-	rh_msg ms[6] = {{.type = RH_MSG_REGIONS},   {.type = RH_MSG_ROOTS},
-	                {.type = RH_MSG_MARKED},    {.type = RH_MSG_EVACUATE},
-	                {.type = RH_MSG_EVAC_REFS}, {.type = RH_MSG_EVACUATED}};
+	rh_msg ms[10] = {{.type = RH_MSG_REGIONS},   {.type = RH_MSG_ROOTS},
+	                 {.type = RH_MSG_MARKED},    {.type = RH_MSG_EVACUATE},
+	                 {.type = RH_MSG_EVAC_REFS}, {.type = RH_MSG_EVACUATED},
+	                 {.type = RH_MSG_MARK_REFS}, {.type = RH_MSG_MARK_ACK},
+	                 {.type = RH_MSG_FULL},      {.type = RH_MSG_FULL_DONE}};
 	fill_regions(d, 2);
 	ms[0].u.regions = (rh_msg_regions){.n = 2, .ents = d};
 	ms[1].u.roots = (rh_msg_roots){.n = 2, .offs = u};
@@ -628,7 +880,11 @@ static void encoder_limits(void)
 	ms[3].u.evacuate = (rh_msg_evacuate){.n_src = 1, .n_dst = 1, .regions = u};
 	ms[4].u.evac_refs = (rh_msg_evac_refs){.n = 2, .pairs = pr};
 	ms[5].u.evacuated = (rh_msg_evacuated){.n_src = 1, .n_dst = 1, .src = s, .dst = dd};
-	for (int i = 0; i < 6; i++) {
+	ms[6].u.mark_refs = (rh_msg_mark_refs){.n = 2, .addrs = a};
+	ms[7].u.mark_ack.batches = 1;
+	ms[8].u.full.phase = RH_FULL_END;
+	ms[9].u.full_done = (rh_msg_full_done){.n = 2, .ents = lv};
+	for (int i = 0; i < 10; i++) {
 		size_t len = rh_msg_encode(&ms[i], buf, sizeof buf);
 		CHECKF(len > RH_PROTO_HDR, "%s encodes", rh_msg_type_name(ms[i].type));
 		CHECKF(rh_msg_encode(&ms[i], buf, len - 1) == 0, "%s fits in %zu bytes",
@@ -640,9 +896,12 @@ static void encoder_limits(void)
 
 static void names(void)
 {
-	static const char *const want[] = {"REGIONS",  "ROOTS",     "MARKED",
-	                                   "EVACUATE", "EVAC_REFS", "EVACUATED"};
-	for (unsigned t = RH_MSG_REGIONS; t <= RH_MSG_EVACUATED; t++)
+	static const char *const want[] = {"REGIONS",   "ROOTS",     "MARKED",    "EVACUATE",
+	                                   "EVAC_REFS", "EVACUATED", "MARK_REFS", "MARK_ACK",
+	                                   "FULL",      "FULL_DONE"};
+	_Static_assert(sizeof want / sizeof want[0] == RH_MSG_TYPE_MAX - RH_MSG_REGIONS + 1,
+	               "every type from REGIONS on");
+	for (unsigned t = RH_MSG_REGIONS; t <= RH_MSG_TYPE_MAX; t++)
 		CHECKF(strcmp(rh_msg_type_name(t), want[t - RH_MSG_REGIONS]) == 0, "type %u is %s",
 		       t, rh_msg_type_name(t));
 	CHECK(strcmp(rh_msg_type_name(RH_MSG_FREE_OK), "FREE_OK") == 0);
@@ -672,7 +931,11 @@ static void versions(void)
 	m = (rh_msg){.type = RH_MSG_BYE};
 	len = enc(&m);
 	buf[3] = RH_MSG_TYPE_MAX + 1;
-	REJECT(buf, len, "unknown message type", "type 16");
+	REJECT(buf, len, "unknown message type", "type RH_MSG_TYPE_MAX + 1");
+	buf[3] = 0;
+	REJECT(buf, len, "unknown message type", "type 0");
+	buf[3] = 255;
+	REJECT(buf, len, "unknown message type", "type 255");
 }
 
 /* v1 message types still round-trip under version 2. */
@@ -737,6 +1000,21 @@ int main(void)
 	evacuate_reject();
 	evac_refs_reject();
 	evacuated_reject();
+
+	static const uint32_t mark_flags[] = {0, RH_MARK_ROOTS, 0};
+	static const uint32_t done_flags[] = {RH_FULL_DONE_FIRST | RH_FULL_DONE_LAST,
+	                                      RH_FULL_DONE_FIRST, 0};
+	for (size_t i = 0; i < 3; i++) {
+		mark_refs_round_trip(some[i], mark_flags[i]);
+		full_done_round_trip(some[i], done_flags[i]);
+	}
+	mark_refs_round_trip(RH_MARK_REFS_MAX, RH_MARK_ROOTS);
+	full_done_round_trip(RH_FULL_DONE_MAX, RH_FULL_DONE_LAST);
+	mark_refs_reject();
+	mark_ack();
+	full();
+	full_done_reject();
+
 	encoder_limits();
 	names();
 	versions();
