@@ -29,14 +29,16 @@ typedef struct rh_region {
 	uint64_t live_bytes;   /* from the last marking that covered this region */
 	uint64_t cached_bytes; /* resident on the CPU server (swap) */
 	uint32_t index;
-	uint32_t survivals; /* collections this region's objects survived */
-	uint32_t span;      /* HUMONGOUS: regions the object spans */
-	uint32_t head;      /* HUMONGOUS_CONT: index of the HUMONGOUS head */
-	uint32_t ident;     /* bumped whenever the object layout may change in place (tracers
+	uint32_t survivals;              /* collections this region's objects survived */
+	uint32_t span;                   /* HUMONGOUS: regions the object spans */
+	uint32_t head;                   /* HUMONGOUS_CONT: index of the HUMONGOUS head */
+	uint32_t roots_ident, roots_top; /* (ident, top) when roots last went to the tracer */
+	size_t roots_cards;              /* and the source queue's size then */
+	uint32_t ident;  /* bumped whenever the object layout may change in place (tracers
 	                       drop their marks of the region then) */
-	uint8_t kind;       /* rh_region_kind */
-	uint8_t in_cset;    /* being collected now */
-	uint8_t retain; /* in the collection set, every object stays (humongous, dense, failure) */
+	uint8_t kind;    /* rh_region_kind */
+	uint8_t in_cset; /* being collected now */
+	uint8_t retain;  /* in the collection set, every object stays (humongous, dense, failure) */
 	uint8_t has_pins;     /* holds pinned objects: kept, its other objects still move */
 	uint8_t starts_valid; /* the collector's object-start bitmap covers it */
 	uint8_t live_known;   /* live_bytes is from a marking, not an estimate */

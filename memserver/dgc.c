@@ -33,6 +33,7 @@ typedef struct treg {
 	uint8_t kind, evicted_pct;
 	uint16_t survivals;
 	uint8_t state, busy, seen, moved;
+	uint8_t have_roots;       /* the epoch roots for this (ident, top) arrived */
 	uint64_t h0;              /* log head when marking began */
 	uint32_t *roots, *rroots; /* epoch roots; remark roots (word offsets) */
 	size_t n_roots, cap_roots, n_rroots, cap_rroots;
@@ -232,8 +233,12 @@ static void mark_region(rh_dgc *d, uint32_t l)
 	if (t->n_deferred)
 		memcpy(t->deferred, d->mk.deferred, t->n_deferred * sizeof *t->deferred);
 	t->live = live_of(d, t->order, t->n_order);
-	/* Marks from stale pages may overlap: an estimate, never above top. */
-	if (t->live > t->top)
+	/* Marks from stale pages may overlap: an estimate, never above top.
+	 * Objects on pages not written back yet could hold anything: with
+	 * any deferred, the region is reported full, so that the CPU server
+	 * does not choose it on a guess (it is marked again once its log
+	 * has moved on). */
+	if (t->live > t->top || t->n_deferred)
 		t->live = t->top;
 	t->state = T_MARKED;
 
@@ -263,7 +268,8 @@ static int64_t pick(rh_dgc *d)
 	int64_t best = -1;
 	for (uint32_t l = 0; l < d->part.n_regions; l++) {
 		treg *t = &d->r[l];
-		if (t->kind != RH_REGION_OLD || !t->top || t->busy || t->evicted_pct < 50)
+		if (t->kind != RH_REGION_OLD || !t->top || t->busy || t->evicted_pct < 50 ||
+		    !t->have_roots)
 			continue;
 		if (t->state == T_MARKED) {
 			uint64_t head = __atomic_load_n(&d->meta[l].log_head, __ATOMIC_ACQUIRE);
@@ -310,6 +316,7 @@ static int on_regions(rh_dgc *d, const rh_msg_regions *m)
 		if (t->ident != e.ident || t->top != e.top || t->kind != e.kind) {
 			reset_region(d, l);
 			t->n_roots = 0;
+			t->have_roots = 0;
 		}
 		t->ident = e.ident;
 		t->top = e.top;
@@ -326,6 +333,7 @@ static int on_regions(rh_dgc *d, const rh_msg_regions *m)
 				d->r[l].kind = RH_REGION_FREE;
 				d->r[l].top = 0;
 				d->r[l].n_roots = 0;
+				d->r[l].have_roots = 0;
 			}
 	return 0;
 }
@@ -342,6 +350,10 @@ static int on_roots(rh_dgc *d, const rh_msg_roots *m)
 	size_t *cap = remark ? &t->cap_rroots : &t->cap_roots;
 	if (m->flags & RH_ROOTS_FIRST)
 		*n = 0;
+	/* Marking waits for them: without its roots a region would look
+	 * empty, and the CPU server would choose it for nothing. */
+	if (!remark)
+		t->have_roots = 1;
 	*v = grow(*v, cap, *n + m->n, sizeof **v);
 	for (uint32_t i = 0; i < m->n; i++) {
 		uint32_t off = rh_msg_roots_get(m, i);
@@ -446,13 +458,15 @@ static int remark(rh_dgc *d, uint32_t l, bool no_remark, uint64_t *pages_rescann
 	if (mk->n_deferred && !no_remark)
 		return fail(d, "region %u: a live reference to %#lx, inside an object",
 		            d->part.first_region + l, (unsigned long)mk->deferred[0]);
+	/* A stale target bit may name a filler: fillers are not copied. */
 	free(t->order);
 	t->order = malloc((mk->n_order ? mk->n_order : 1) * sizeof *t->order);
 	if (!t->order)
 		rh_panic("tracer: out of memory");
-	if (mk->n_order)
-		memcpy(t->order, mk->order, mk->n_order * sizeof *t->order);
-	t->n_order = mk->n_order;
+	t->n_order = 0;
+	for (size_t i = 0; i < mk->n_order; i++)
+		if (rh_hdr_type(rh_hdr((void *)mk->order[i])) != RH_FILLER_TYPE)
+			t->order[t->n_order++] = mk->order[i];
 	t->live = live_of(d, t->order, t->n_order);
 	d->cur_remark = false;
 	return 0;
@@ -736,6 +750,7 @@ static int full_begin(rh_dgc *d, const rh_msg_full *m)
 	for (uint32_t l = 0; l < d->part.n_regions; l++) {
 		reset_region(d, l);
 		d->r[l].n_roots = d->r[l].n_rroots = 0;
+		d->r[l].have_roots = 0;
 	}
 	rh_marker *mk = &d->mk;
 	rh_marker_reset(mk);
@@ -935,6 +950,7 @@ static int handle(rh_dgc *d, inmsg *in)
 				d->r[l].kind = RH_REGION_FREE;
 				d->r[l].top = 0;
 				d->r[l].n_roots = 0;
+				d->r[l].have_roots = 0;
 			}
 		}
 		return 0;

@@ -293,6 +293,9 @@ static void publish(rh_heap *h, bool roots)
 	rh_region_desc *ents = malloc(RH_REGIONS_MAX * sizeof *ents);
 	if (!ents)
 		rh_panic("collector: out of memory");
+	uint8_t *pct = malloc(h->n_regions);
+	if (!pct)
+		rh_panic("collector: out of memory");
 	uint64_t epoch = h->stats.collections + h->stats.full_collections;
 	for (size_t k = 0; k < n_hosts; k++) {
 		const rh_partition *p = &hosts[k].part;
@@ -300,6 +303,9 @@ static void publish(rh_heap *h, bool roots)
 		bool first = true;
 		for (uint32_t i = p->first_region; i < p->first_region + p->n_regions; i++) {
 			rh_region *r = &h->regions[i];
+			/* One figure for the table and the roots decision below:
+			 * the tracer marks only regions it was given roots for. */
+			pct[i] = r->kind == RH_REGION_FREE ? 0 : (uint8_t)evicted_pct(h, r);
 			if (r->kind != RH_REGION_FREE) {
 				/* A humongous head's top is past its region: tracers
 				 * only need to know the region is taken. */
@@ -312,7 +318,7 @@ static void publish(rh_heap *h, bool roots)
 				        .ident = r->ident,
 				        .top = (uint32_t)used,
 				        .kind = r->kind,
-				        .evicted_pct = (uint8_t)evicted_pct(h, r),
+				        .evicted_pct = pct[i],
 				        .survivals = (uint16_t)(r->survivals < 65535 ? r->survivals
 				                                                     : 65535)};
 			}
@@ -334,12 +340,22 @@ static void publish(rh_heap *h, bool roots)
 		     i++) {
 			rh_region *r = &h->regions[i];
 			rh_marked_desc md;
-			if (r->kind != RH_REGION_OLD || r->top == r->start ||
-			    marked_now(h, r, &md) || evicted_pct(h, r) < 50)
+			if (r->kind != RH_REGION_OLD || r->top == r->start || pct[i] < 50 ||
+			    marked_now(h, r, &md))
+				continue;
+			/* Sent again only when they may have changed: the remark
+			 * uses the current ones anyway. */
+			uint32_t top = (uint32_t)(r->top - r->start);
+			if (r->roots_ident == r->ident && r->roots_top == top &&
+			    r->roots_cards == r->remset.n_cards)
 				continue;
 			send_roots(h, k, r, 0, NULL, 0);
+			r->roots_ident = r->ident;
+			r->roots_top = top;
+			r->roots_cards = r->remset.n_cards;
 		}
 	}
+	free(pct);
 	free(ents);
 }
 
@@ -442,6 +458,15 @@ static void run(rh_heap *h)
 			rh_heap_fail(h, &e);
 		rh_remote_evac *ev = res[k];
 		for (uint32_t j = 0; j < ev->n_src; j++) {
+			rh_marked_desc md = {0};
+			rh_remote_marked(h->remote, ev->src[j].region, &md);
+			rh_log(RH_LOG_DEBUG, "cssc",
+			       "region %u: %u KiB used, %llu KiB live when marked, %llu KiB after "
+			       "the remark, %s",
+			       ev->src[j].region, md.top >> 10,
+			       (unsigned long long)(md.live_bytes >> 10),
+			       (unsigned long long)(ev->src[j].live_bytes >> 10),
+			       ev->src[j].status == RH_EVAC_MOVED ? "moved" : "kept");
 			h->offload[ev->src[j].region] =
 			        ev->src[j].status == RH_EVAC_MOVED ? RH_OFF_MOVED : RH_OFF_NONE;
 			moved += ev->src[j].status == RH_EVAC_MOVED;
