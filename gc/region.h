@@ -34,6 +34,7 @@ typedef struct rh_region {
 	uint32_t head;                   /* HUMONGOUS_CONT: index of the HUMONGOUS head */
 	uint32_t roots_ident, roots_top; /* (ident, top) when roots last went to the tracer */
 	size_t roots_cards;              /* and the source queue's size then */
+	uint64_t roots_hash;             /* and a hash of the frame and global roots into it */
 	uint32_t ident;  /* bumped whenever the object layout may change in place (tracers
 	                       drop their marks of the region then) */
 	uint8_t kind;    /* rh_region_kind */

@@ -35,6 +35,7 @@ typedef struct treg {
 	uint8_t state, busy, seen, moved;
 	uint8_t have_roots;       /* the epoch roots for this (ident, top) arrived */
 	uint64_t h0;              /* log head when marking began */
+	uint64_t marked_ns;       /* when the marking ended */
 	uint32_t *roots, *rroots; /* epoch roots; remark roots (word offsets) */
 	size_t n_roots, cap_roots, n_rroots, cap_rroots;
 	uintptr_t *order, *deferred;
@@ -241,6 +242,7 @@ static void mark_region(rh_dgc *d, uint32_t l)
 	if (t->live > t->top || t->n_deferred)
 		t->live = t->top;
 	t->state = T_MARKED;
+	t->marked_ns = rh_now_ns();
 
 	rh_marked_desc md = {.region = d->part.first_region + l,
 	                     .ident = t->ident,
@@ -263,7 +265,15 @@ static void mark_region(rh_dgc *d, uint32_t l)
 /* Old regions mostly evicted, fewest survivals first, then the most
  * evicted; a marked region whose log has advanced half a ring since is
  * marked afresh, so that its remark stays a partial rescan. */
+static int64_t pick_pass(rh_dgc *d, bool idle_only, uint64_t now);
 static int64_t pick(rh_dgc *d)
+{
+	uint64_t now = rh_now_ns();
+	int64_t l = pick_pass(d, true, now);
+	return l >= 0 ? l : pick_pass(d, false, now);
+}
+
+static int64_t pick_pass(rh_dgc *d, bool idle_only, uint64_t now)
 {
 	int64_t best = -1;
 	for (uint32_t l = 0; l < d->part.n_regions; l++) {
@@ -272,8 +282,12 @@ static int64_t pick(rh_dgc *d)
 		    !t->have_roots)
 			continue;
 		if (t->state == T_MARKED) {
+			/* Marked again when its log has moved half a ring, or,
+			 * with nothing else to do, once its marking is two seconds
+			 * old: garbage made since then is invisible to it. */
 			uint64_t head = __atomic_load_n(&d->meta[l].log_head, __ATOMIC_ACQUIRE);
-			if (head - t->h0 <= RH_LOG_ENTRIES / 2)
+			if (head - t->h0 <= RH_LOG_ENTRIES / 2 &&
+			    (idle_only || now - t->marked_ns < 2000000000ull))
 				continue;
 		}
 		if (best < 0) {

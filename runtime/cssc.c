@@ -284,10 +284,64 @@ static void send_roots(rh_heap *h, size_t host, rh_region *r, uint32_t flags,
 	free(v);
 }
 
+typedef struct vals {
+	uintptr_t *v;
+	size_t n, cap;
+} vals;
+
+static void add_val(void *ctx, void **slot)
+{
+	vals *vs = ctx;
+	if (vs->n == vs->cap) {
+		vs->cap = vs->cap ? vs->cap * 2 : 256;
+		vs->v = realloc(vs->v, vs->cap * sizeof *vs->v);
+		if (!vs->v)
+			rh_panic("collector: out of memory");
+	}
+	vs->v[vs->n++] = (uintptr_t)*slot;
+}
+
+static void ignore_word(void *ctx, uintptr_t w)
+{
+	(void)ctx;
+	(void)w;
+}
+
+static int by_addr(const void *a, const void *b);
+
+/* The sorted values in [lo, hi). */
+static const uintptr_t *in_range(const vals *vs, uintptr_t lo, uintptr_t hi, size_t *n)
+{
+	size_t a = 0, b = vs->n;
+	while (a < b) {
+		size_t mid = a + (b - a) / 2;
+		if (vs->v[mid] < lo)
+			a = mid + 1;
+		else
+			b = mid;
+	}
+	size_t k = a;
+	while (k < vs->n && vs->v[k] < hi)
+		k++;
+	*n = k - a;
+	return vs->v + a;
+}
+
 /* Each tracer's region table, and roots for marking the regions it will
- * mark in the coming epoch. */
+ * mark in the coming epoch: the target queue and the precise frame and
+ * global slots into the region (an object only a root holds would look
+ * dead to the marking, and the region would be chosen for nothing). */
 static void publish(rh_heap *h, bool roots)
 {
+	vals rv = {0};
+	if (roots) {
+		for (rh_mutator *m = h->mutators; m; m = m->next)
+			rh_stack_scan(m, ignore_word, add_val, &rv);
+		for (size_t i = 0; i < h->n_globals; i++)
+			add_val(&rv, h->globals[i]);
+		if (rv.n)
+			qsort(rv.v, rv.n, sizeof *rv.v, by_addr);
+	}
 	size_t n_hosts;
 	const rh_swap_host *hosts = rh_remote_hosts(h->remote, &n_hosts);
 	rh_region_desc *ents = malloc(RH_REGIONS_MAX * sizeof *ents);
@@ -346,17 +400,24 @@ static void publish(rh_heap *h, bool roots)
 			/* Sent again only when they may have changed: the remark
 			 * uses the current ones anyway. */
 			uint32_t top = (uint32_t)(r->top - r->start);
+			size_t n_extra;
+			const uintptr_t *extra = in_range(&rv, r->start, r->top, &n_extra);
+			uint64_t hash = n_extra;
+			for (size_t j = 0; j < n_extra; j++)
+				hash = hash * 31 + extra[j];
 			if (r->roots_ident == r->ident && r->roots_top == top &&
-			    r->roots_cards == r->remset.n_cards)
+			    r->roots_cards == r->remset.n_cards && r->roots_hash == hash)
 				continue;
-			send_roots(h, k, r, 0, NULL, 0);
+			send_roots(h, k, r, 0, extra, n_extra);
 			r->roots_ident = r->ident;
 			r->roots_top = top;
 			r->roots_cards = r->remset.n_cards;
+			r->roots_hash = hash;
 		}
 	}
 	free(pct);
 	free(ents);
+	free(rv.v);
 }
 
 /* ---------------------------------------------------------------- the pause */

@@ -58,8 +58,9 @@ static int send_to(rh_remote *r, size_t i, rh_msg *m, rh_error *err)
 	if (rc != RH_OK) {
 		char cause[sizeof err->msg];
 		snprintf(cause, sizeof cause, "%s", err->msg);
-		rh_err_set(err, rc, "%s: sending %s: %s", r->hosts[i].name,
-		           rh_msg_type_name(m->type), cause);
+		/* A transport failure means the memory server is gone. */
+		rh_err_set(err, rc, "%s%s: sending %s: %s", r->hosts[i].name,
+		           rc == RH_EINVAL ? "" : " lost", rh_msg_type_name(m->type), cause);
 	}
 	return rc;
 }
