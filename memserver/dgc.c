@@ -806,9 +806,15 @@ static int full_refs(rh_dgc *d, const rh_msg_mark_refs *m)
 		rh_marker_root(&d->mk, a);
 	}
 	rh_marker_drain(&d->mk);
-	if (d->mk.n_deferred)
-		return fail(d, "full marking met %#lx, which does not parse",
-		            (unsigned long)d->mk.deferred[0]);
+	if (d->mk.n_deferred) {
+		uintptr_t o = d->mk.deferred[0];
+		const treg *t = &d->r[(o - d->part.base) >> d->region_shift];
+		return fail(d,
+		            "full marking met %#lx (header %#llx), which does not parse in its "
+		            "region (kind %u, top %#x)",
+		            (unsigned long)o, (unsigned long long)rh_hdr((void *)o), t->kind,
+		            t->top);
+	}
 	/* What this batch caused goes out before its acknowledgement: the CPU
 	 * server counts it before it sees the ack (termination). */
 	for (uint32_t p = 0; p < d->n_parts; p++)

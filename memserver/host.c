@@ -31,6 +31,7 @@ int rh_host_open(rh_host *h, const rh_config *cfg, uint32_t i, rh_error *err)
 		return rh_err_set(err, RH_ECONFIG, "tracer: --index %u: the config has %zu servers",
 		                  i, cfg->n_servers);
 	h->region_size = cfg->region_size;
+	h->pinned = strcmp(cfg->provider, "verbs") == 0;
 	int fd = make_memfd("rheap-partition", h->part.size, err);
 	if (fd < 0)
 		return -fd;
@@ -92,6 +93,14 @@ int rh_host_free_region(rh_host *h, uint32_t region, rh_error *err)
 		        h->part.first_region + h->part.n_regions - 1);
 	uint32_t local = region - h->part.first_region;
 	off_t off = (off_t)local * (off_t)h->region_size;
+	if (h->pinned) {
+		/* A verbs memory region pins the pages it was registered with:
+		 * punching would leave RDMA writing to pages this mapping no
+		 * longer shows (the marking would read zeros). Zero in place;
+		 * the memory stays allocated (docs/swap.md). */
+		memset((char *)h->data + off, 0, h->region_size);
+		return RH_OK;
+	}
 	if (fallocate(h->data_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off,
 	              (off_t)h->region_size) < 0)
 		return rh_err_errno(err, RH_EIO, "tracer: punching region %u", region);

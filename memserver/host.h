@@ -4,6 +4,7 @@
 #ifndef RH_MEMSERVER_HOST_H
 #define RH_MEMSERVER_HOST_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "gc/layout.h"
@@ -16,6 +17,7 @@ typedef struct rh_host {
 	void *data; /* == (void *)part.base */
 	rh_region_meta *meta;
 	uint64_t punched_bytes; /* released by FREE so far */
+	bool pinned;            /* verbs: pages are pinned by the MR, FREE zeroes instead */
 } rh_host;
 
 /* Map partition i of cfg. RH_EBUSY (with the range in the message) if the
