@@ -125,6 +125,16 @@ static void reset_region(rh_dgc *d, uint32_t l)
 	memset(&d->marks[(rstart(d, l) - d->part.base) >> 9], 0, d->region_size / 64);
 }
 
+/* The region is free on the CPU server: nothing of it is kept. */
+static void forget_region(rh_dgc *d, uint32_t l)
+{
+	reset_region(d, l);
+	d->r[l].kind = RH_REGION_FREE;
+	d->r[l].top = 0;
+	d->r[l].n_roots = 0;
+	d->r[l].have_roots = 0;
+}
+
 /* Fail the thread: the protocol was broken. The ERROR goes to the CPU
  * server, which then treats this tracer as lost. */
 static int fail(rh_dgc *d, const char *fmt, ...) RH_PRINTF(2, 3);
@@ -342,13 +352,8 @@ static int on_regions(rh_dgc *d, const rh_msg_regions *m)
 	}
 	if (m->flags & RH_REGIONS_LAST)
 		for (uint32_t l = 0; l < d->part.n_regions; l++)
-			if (!d->r[l].seen && d->r[l].kind != RH_REGION_FREE) {
-				reset_region(d, l);
-				d->r[l].kind = RH_REGION_FREE;
-				d->r[l].top = 0;
-				d->r[l].n_roots = 0;
-				d->r[l].have_roots = 0;
-			}
+			if (!d->r[l].seen && d->r[l].kind != RH_REGION_FREE)
+				forget_region(d, l);
 	return 0;
 }
 
@@ -965,13 +970,8 @@ static int handle(rh_dgc *d, inmsg *in)
 	case RH_MSG_FREE:
 		for (uint32_t i = 0; i < m.u.free.n; i++) {
 			uint32_t l;
-			if (local_of(d, rh_msg_free_region(&m.u.free, i), &l) == 0) {
-				reset_region(d, l);
-				d->r[l].kind = RH_REGION_FREE;
-				d->r[l].top = 0;
-				d->r[l].n_roots = 0;
-				d->r[l].have_roots = 0;
-			}
+			if (local_of(d, rh_msg_free_region(&m.u.free, i), &l) == 0)
+				forget_region(d, l);
 		}
 		return 0;
 	case RH_MSG_EVACUATE:

@@ -105,57 +105,6 @@ static void conservative_root(void *ctx, uintptr_t w)
 	rh_marker_root(&h->marker, obj);
 }
 
-/* Visit the reference slots of obj that lie in [lo, hi). */
-static void slots_in(rh_gc *g, uintptr_t obj, uintptr_t lo, uintptr_t hi)
-{
-	const rh_type_info *ti = rh_type_get(&g->h->types, rh_hdr_type(rh_hdr((void *)obj)));
-	if (!ti || rh_hdr_type(rh_hdr((void *)obj)) == RH_FILLER_TYPE)
-		return;
-	for (uint32_t i = 0; i < ti->n_ptrs; i++) {
-		uintptr_t a = obj + ti->ptr_offsets[i];
-		if (a >= lo && a < hi)
-			precise_root(g, (void **)a);
-	}
-	if (!ti->elem_size || !ti->n_elem_ptrs)
-		return;
-	uint64_t len = ((uint64_t *)obj)[1];
-	uintptr_t e0 = obj + ti->size;
-	uint64_t first = lo > e0 ? (lo - e0) / ti->elem_size : 0;
-	uint64_t last = hi > e0 ? (hi - e0 + ti->elem_size - 1) / ti->elem_size : 0;
-	if (last > len)
-		last = len;
-	for (uint64_t e = first; e < last; e++)
-		for (uint32_t k = 0; k < ti->n_elem_ptrs; k++) {
-			uintptr_t a = e0 + e * ti->elem_size + ti->elem_ptr_offsets[k];
-			if (a >= lo && a < hi)
-				precise_root(g, (void **)a);
-		}
-}
-
-static void scan_card(rh_gc *g, uint64_t card)
-{
-	rh_heap *h = g->h;
-	uintptr_t lo = h->base + (card << RH_CARD_SHIFT), hi = lo + (1u << RH_CARD_SHIFT);
-	rh_region *sr = rh_region_of(h, lo);
-	if (sr->kind == RH_REGION_FREE || h->in_cset[sr->index])
-		return;
-	sr = rh_region_head(h, sr);
-	if (sr->kind == RH_REGION_HUMONGOUS) {
-		slots_in(g, sr->start, lo, hi);
-		return;
-	}
-	if (!sr->starts_valid)
-		rh_region_build_starts(h, sr);
-	uintptr_t p = rh_region_object_at(h, sr, lo);
-	if (!p)
-		p = lo; /* the card starts at an object boundary or past top */
-	while (p < hi && p < sr->top) {
-		size_t bytes = rh_hdr_bytes(rh_hdr((void *)p));
-		slots_in(g, p, lo, hi);
-		p += bytes;
-	}
-}
-
 static void scan_roots(rh_gc *g)
 {
 	rh_heap *h = g->h;
@@ -169,9 +118,12 @@ static void scan_roots(rh_gc *g)
 		rh_region *r = &h->regions[i];
 		if (!h->in_cset[i] || !r->remset.cap)
 			continue;
-		for (size_t k = 0; k < r->remset.cap; k++)
-			if (r->remset.cards[k])
-				scan_card(g, r->remset.cards[k] - 1);
+		for (size_t k = 0; k < r->remset.cap; k++) {
+			uint64_t card = r->remset.cards[k] - 1;
+			/* Cards inside the set are traced with it. */
+			if (r->remset.cards[k] && !h->in_cset[rh_card_region(h, card)])
+				rh_card_slots(h, card, precise_root, g);
+		}
 	}
 }
 
@@ -301,18 +253,12 @@ static uintptr_t surv_alloc(rh_heap *h, size_t bytes, uint32_t age)
 	return p;
 }
 
-static int by_address(const void *a, const void *b)
-{
-	uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
-	return (x > y) - (x < y);
-}
-
 static void evacuate(rh_gc *g)
 {
 	rh_heap *h = g->h;
 	rh_marker *mk = &h->marker;
 	if (!h->cfg.reorder)
-		qsort(mk->order, mk->n_order, sizeof *mk->order, by_address);
+		qsort(mk->order, mk->n_order, sizeof *mk->order, rh_cmp_addr);
 	for (size_t i = 0; i < mk->n_order; i++) {
 		uintptr_t obj = mk->order[i];
 		rh_region *r = rh_region_of(h, obj);
@@ -476,12 +422,6 @@ static void size_generations(rh_gc *g)
 		h->full_due = true;
 }
 
-static int card_alive(void *ctx, uint64_t card)
-{
-	rh_heap *h = ctx;
-	return h->regions[((card << RH_CARD_SHIFT)) >> h->region_shift].kind != RH_REGION_FREE;
-}
-
 static void reclaim(rh_gc *g)
 {
 	rh_heap *h = g->h;
@@ -519,15 +459,7 @@ static void reclaim(rh_gc *g)
 		r->starts_valid = 0;
 		r->old_top = r->top;
 	}
-	/* Cards that lie in freed regions are stale. */
-	uint64_t cards = 0;
-	for (uint32_t i = 0; i < h->n_regions; i++) {
-		rh_region *r = &h->regions[i];
-		if (r->remset.n_cards)
-			rh_remset_filter(&r->remset, card_alive, h);
-		cards += r->remset.n_cards;
-	}
-	h->remset_cards = cards;
+	rh_remsets_drop_freed(h);
 	h->eden_cur = 0;
 	/* The eden regions left are this pause's survivor regions. */
 	for (uint32_t a = 0; a < RH_TENURE; a++)

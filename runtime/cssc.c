@@ -175,64 +175,6 @@ static void fix_visit(void *ctx, void **slot)
 		fix_slot(h, slot, false);
 }
 
-/* The fields of obj inside [lo, hi) that refer to moved objects. */
-static void fix_in(rh_heap *h, uintptr_t obj, uintptr_t lo, uintptr_t hi)
-{
-	const rh_type_info *ti = rh_type_get(&h->types, rh_hdr_type(rh_hdr((void *)obj)));
-	if (!ti || rh_hdr_type(rh_hdr((void *)obj)) == RH_FILLER_TYPE)
-		return;
-	for (uint32_t i = 0; i < ti->n_ptrs; i++) {
-		uintptr_t a = obj + ti->ptr_offsets[i];
-		if (a >= lo && a < hi)
-			fix_visit(h, (void **)a);
-	}
-	if (!ti->elem_size || !ti->n_elem_ptrs)
-		return;
-	uint64_t len = ((uint64_t *)obj)[1];
-	uintptr_t e0 = obj + ti->size;
-	uint64_t first = lo > e0 ? (lo - e0) / ti->elem_size : 0;
-	uint64_t last = hi > e0 ? (hi - e0 + ti->elem_size - 1) / ti->elem_size : 0;
-	if (last > len)
-		last = len;
-	for (uint64_t e = first; e < last; e++)
-		for (uint32_t k = 0; k < ti->n_elem_ptrs; k++) {
-			uintptr_t a = e0 + e * ti->elem_size + ti->elem_ptr_offsets[k];
-			if (a >= lo && a < hi)
-				fix_visit(h, (void **)a);
-		}
-}
-
-static void fix_card(rh_heap *h, uint64_t card)
-{
-	uintptr_t lo = h->base + (card << RH_CARD_SHIFT), hi = lo + (1u << RH_CARD_SHIFT);
-	rh_region *sr = rh_region_of(h, lo);
-	/* Moved sources' fields were fixed by their tracers (or come back in
-	 * EVAC_REFS); free regions hold nothing. */
-	if (sr->kind == RH_REGION_FREE || h->offload[sr->index] == RH_OFF_MOVED)
-		return;
-	sr = rh_region_head(h, sr);
-	if (sr->kind == RH_REGION_HUMONGOUS) {
-		fix_in(h, sr->start, lo, hi);
-		return;
-	}
-	if (!sr->starts_valid)
-		rh_region_build_starts(h, sr);
-	uintptr_t p = rh_region_object_at(h, sr, lo);
-	if (!p)
-		p = lo;
-	while (p < hi && p < sr->top) {
-		size_t bytes = rh_hdr_bytes(rh_hdr((void *)p));
-		fix_in(h, p, lo, hi);
-		p += bytes;
-	}
-}
-
-static int card_alive(void *ctx, uint64_t card)
-{
-	rh_heap *h = ctx;
-	return h->regions[(card << RH_CARD_SHIFT) >> h->region_shift].kind != RH_REGION_FREE;
-}
-
 /* ---------------------------------------------------------------- shipping */
 
 static void send_or_fail(rh_heap *h, size_t host, rh_msg *m)
@@ -307,8 +249,6 @@ static void ignore_word(void *ctx, uintptr_t w)
 	(void)w;
 }
 
-static int by_addr(const void *a, const void *b);
-
 /* The sorted values in [lo, hi). */
 static const uintptr_t *in_range(const vals *vs, uintptr_t lo, uintptr_t hi, size_t *n)
 {
@@ -340,7 +280,7 @@ static void publish(rh_heap *h, bool roots)
 		for (size_t i = 0; i < h->n_globals; i++)
 			add_val(&rv, h->globals[i]);
 		if (rv.n)
-			qsort(rv.v, rv.n, sizeof *rv.v, by_addr);
+			qsort(rv.v, rv.n, sizeof *rv.v, rh_cmp_addr);
 	}
 	size_t n_hosts;
 	const rh_swap_host *hosts = rh_remote_hosts(h->remote, &n_hosts);
@@ -422,12 +362,6 @@ static void publish(rh_heap *h, bool roots)
 
 /* ---------------------------------------------------------------- the pause */
 
-static int by_addr(const void *a, const void *b)
-{
-	uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
-	return (x > y) - (x < y);
-}
-
 static void run(rh_heap *h)
 {
 	size_t n_hosts;
@@ -445,7 +379,7 @@ static void run(rh_heap *h)
 		if (rh_cssc_cand(h, v))
 			targets[n_targets++] = v;
 	}
-	qsort(targets, n_targets, sizeof *targets, by_addr);
+	qsort(targets, n_targets, sizeof *targets, rh_cmp_addr);
 
 	rh_error e;
 	for (size_t k = 0; k < n_hosts; k++) {
@@ -562,9 +496,14 @@ static void run(rh_heap *h)
 		rh_region *r = &h->regions[i];
 		if (h->offload[i] != RH_OFF_MOVED || !r->remset.cap)
 			continue;
-		for (size_t k = 0; k < r->remset.cap; k++)
-			if (r->remset.cards[k])
-				fix_card(h, r->remset.cards[k] - 1);
+		for (size_t k = 0; k < r->remset.cap; k++) {
+			uint64_t card = r->remset.cards[k] - 1;
+			/* Moved sources' fields were fixed by their tracers (or
+			 * come back in EVAC_REFS). */
+			if (r->remset.cards[k] &&
+			    h->offload[rh_card_region(h, card)] != RH_OFF_MOVED)
+				rh_card_slots(h, card, fix_visit, h);
+		}
 	}
 	for (size_t k = 0; k < n_hosts; k++)
 		for (size_t j = 0; res[k] && j < res[k]->n_pairs; j++) {
@@ -598,14 +537,7 @@ static void run(rh_heap *h)
 		h->offload[i] = RH_OFF_NONE;
 	}
 	pthread_mutex_unlock(&h->alloc_lock);
-	uint64_t cards = 0;
-	for (uint32_t i = 0; i < h->n_regions; i++) {
-		rh_region *r = &h->regions[i];
-		if (r->remset.n_cards)
-			rh_remset_filter(&r->remset, card_alive, h);
-		cards += r->remset.n_cards;
-	}
-	h->remset_cards = cards;
+	rh_remsets_drop_freed(h);
 	if (h->n_freed) {
 		if (rh_remote_free(h->remote, h->freed, h->n_freed, h->region_shift, h->base, &e) !=
 		    RH_OK)

@@ -217,6 +217,21 @@ int64_t rh_region_take_span(rh_heap *h, uint32_t n);
 /* Return a region (and a humongous span) to the free list, dropping its
  * pages and its remembered set. */
 void rh_region_release(rh_heap *h, rh_region *r);
+/* Visit every reference slot inside a card (a source-queue entry): the
+ * fields, within the card, of the objects that overlap it. Cards in free
+ * regions hold nothing. */
+void rh_card_slots(rh_heap *h, uint64_t card, rh_slot_fn fn, void *ctx);
+static inline uint32_t rh_card_region(const rh_heap *h, uint64_t card)
+{
+	return (uint32_t)((card << RH_CARD_SHIFT) >> h->region_shift);
+}
+/* Drop the cards that lie in freed regions (stale) and recount them. */
+void rh_remsets_drop_freed(rh_heap *h);
+static inline int rh_cmp_addr(const void *a, const void *b)
+{
+	uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+	return (x > y) - (x < y);
+}
 /* Build the object-start bitmap for a region by walking it. */
 void rh_region_build_starts(rh_heap *h, rh_region *r);
 /* The object containing address a in region r (starts must be valid), or 0. */
