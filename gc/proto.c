@@ -42,9 +42,10 @@ static uint64_t get64(const uint8_t *p)
 const char *rh_msg_type_name(unsigned type)
 {
 	static const char *const names[] = {
-	        "?",         "HELLO",     "TYPES",     "HELLO_OK", "ERROR", "FREE",     "PING",
-	        "PONG",      "BYE",       "FREE_OK",   "REGIONS",  "ROOTS", "MARKED",   "EVACUATE",
-	        "EVAC_REFS", "EVACUATED", "MARK_REFS", "MARK_ACK", "FULL",  "FULL_DONE"};
+	        "?",      "HELLO",     "TYPES",     "HELLO_OK",   "ERROR",     "FREE",
+	        "PING",   "PONG",      "BYE",       "FREE_OK",    "REGIONS",   "ROOTS",
+	        "MARKED", "EVACUATE",  "EVAC_REFS", "EVACUATED",  "MARK_REFS", "MARK_ACK",
+	        "FULL",   "FULL_DONE", "FIX_CARDS", "CARDS_FIXED"};
 	_Static_assert(sizeof names / sizeof names[0] == RH_MSG_TYPE_MAX + 1,
 	               "a name for every message type");
 	return type <= RH_MSG_TYPE_MAX ? names[type] : "?";
@@ -287,6 +288,55 @@ size_t rh_msg_encode(const rh_msg *m, uint8_t *buf, size_t cap)
 			put32(q, e[i].region);
 			put32(q + 4, 0);
 			put64(q + 8, e[i].live_bytes);
+		}
+		break;
+	}
+	case RH_MSG_FIX_CARDS: {
+		const rh_msg_fix_cards *f = &m->u.fix_cards;
+		uint64_t want = RH_FIX_CARDS_HDR + 4 * (uint64_t)f->n_moved +
+		                8 * (uint64_t)f->n_cards + 24 * (uint64_t)f->n_writes;
+		if (want > RH_PROTO_MAX - RH_PROTO_HDR)
+			return 0;
+		len = (size_t)want;
+		if (cap < RH_PROTO_HDR + len)
+			return 0;
+		put64(p, f->id);
+		put32(p + 8, f->n_moved);
+		put32(p + 12, f->n_cards);
+		put32(p + 16, f->n_writes);
+		put32(p + 20, 0);
+		uint8_t *q = p + RH_FIX_CARDS_HDR;
+		const uint64_t *c = f->cards;
+		for (uint32_t i = 0; i < f->n_cards; i++, q += 8)
+			put64(q, c[i]);
+		const rh_slot_write *w = f->writes;
+		for (uint32_t i = 0; i < f->n_writes; i++, q += 24) {
+			put64(q, w[i].slot);
+			put64(q + 8, w[i].old);
+			put64(q + 16, w[i].value);
+		}
+		const uint32_t *mv = f->moved;
+		for (uint32_t i = 0; i < f->n_moved; i++, q += 4)
+			put32(q, mv[i]);
+		break;
+	}
+	case RH_MSG_CARDS_FIXED: {
+		const rh_msg_cards_fixed *f = &m->u.cards_fixed;
+		if (f->n > RH_CARDS_FIXED_MAX)
+			return 0;
+		len = 16 + 24 * (size_t)f->n;
+		if (cap < RH_PROTO_HDR + len)
+			return 0;
+		put64(p, f->id);
+		put32(p + 8, f->flags);
+		put32(p + 12, f->n);
+		const rh_fix_ent *e = f->ents;
+		for (uint32_t i = 0; i < f->n; i++) {
+			uint8_t *q = p + 16 + 24 * (size_t)i;
+			put32(q, e[i].kind);
+			put32(q + 4, e[i].region);
+			put64(q + 8, e[i].addr);
+			put64(q + 16, e[i].value);
 		}
 		break;
 	}
@@ -639,6 +689,73 @@ int rh_msg_decode(const uint8_t *buf, size_t len, rh_msg *m, rh_error *err)
 		}
 		return RH_OK;
 	}
+	case RH_MSG_FIX_CARDS: {
+		rh_msg_fix_cards *f = &m->u.fix_cards;
+		if (plen < RH_FIX_CARDS_HDR)
+			return BAD("FIX_CARDS: payload %u bytes, need at least %u", plen,
+			           RH_FIX_CARDS_HDR);
+		f->id = get64(p);
+		f->n_moved = get32(p + 8);
+		f->n_cards = get32(p + 12);
+		f->n_writes = get32(p + 16);
+		if (get32(p + 20) != 0)
+			return BAD("FIX_CARDS: reserved field is %#x, not 0", get32(p + 20));
+		uint64_t want = RH_FIX_CARDS_HDR + 4 * (uint64_t)f->n_moved +
+		                8 * (uint64_t)f->n_cards + 24 * (uint64_t)f->n_writes;
+		if (want != plen)
+			return BAD("FIX_CARDS: %u moved regions, %u cards and %u writes "
+			           "inconsistent with payload %u",
+			           f->n_moved, f->n_cards, f->n_writes, plen);
+		if (f->n_cards + (uint64_t)f->n_writes == 0)
+			return BAD("FIX_CARDS: neither cards nor writes");
+		if (f->n_cards && !f->n_moved)
+			return BAD("FIX_CARDS: %u cards but no moved region", f->n_cards);
+		f->cards = p + RH_FIX_CARDS_HDR;
+		f->writes = p + RH_FIX_CARDS_HDR + 8 * (size_t)f->n_cards;
+		f->moved = p + RH_FIX_CARDS_HDR + 8 * (size_t)f->n_cards + 24 * (size_t)f->n_writes;
+		for (uint32_t i = 0; i < f->n_cards; i++)
+			if (rh_msg_fix_cards_card(f, i) & 7)
+				return BAD("FIX_CARDS: card %u at %#llx not 8-byte aligned", i,
+				           (unsigned long long)rh_msg_fix_cards_card(f, i));
+		for (uint32_t i = 0; i < f->n_writes; i++) {
+			rh_slot_write w;
+			rh_msg_fix_cards_write(f, i, &w);
+			if ((w.slot | w.old | w.value) & 7)
+				return BAD("FIX_CARDS: write %u: slot %#llx, old %#llx or value "
+				           "%#llx not 8-byte aligned",
+				           i, (unsigned long long)w.slot, (unsigned long long)w.old,
+				           (unsigned long long)w.value);
+		}
+		return RH_OK;
+	}
+	case RH_MSG_CARDS_FIXED: {
+		rh_msg_cards_fixed *f = &m->u.cards_fixed;
+		if (plen < 16)
+			return BAD("CARDS_FIXED: payload %u bytes, need at least 16", plen);
+		f->id = get64(p);
+		f->flags = get32(p + 8);
+		f->n = get32(p + 12);
+		if (f->flags & ~RH_CARDS_FIXED_LAST)
+			return BAD("CARDS_FIXED: unknown flags %#x", f->flags);
+		if (f->n > RH_CARDS_FIXED_MAX)
+			return BAD("CARDS_FIXED: %u entries exceed %u", f->n, RH_CARDS_FIXED_MAX);
+		if (plen != 16 + 24 * f->n)
+			return BAD("CARDS_FIXED: %u entries inconsistent with payload %u", f->n,
+			           plen);
+		f->ents = p + 16;
+		for (uint32_t i = 0; i < f->n; i++) {
+			rh_fix_ent e;
+			rh_msg_cards_fixed_get(f, i, &e);
+			if (e.kind < RH_FIX_REF || e.kind > RH_FIX_FAILED)
+				return BAD("CARDS_FIXED: entry %u: unknown kind %u", i, e.kind);
+			if ((e.addr | e.value) & 7)
+				return BAD("CARDS_FIXED: entry %u: address %#llx or value %#llx "
+				           "not 8-byte aligned",
+				           i, (unsigned long long)e.addr,
+				           (unsigned long long)e.value);
+		}
+		return RH_OK;
+	}
 	default:
 		return BAD("unknown message type %u", m->type);
 	}
@@ -712,4 +829,31 @@ void rh_msg_full_done_get(const rh_msg_full_done *m, uint32_t i, rh_region_live 
 	const uint8_t *q = (const uint8_t *)m->ents + 16 * (size_t)i;
 	out->region = get32(q);
 	out->live_bytes = get64(q + 8);
+}
+
+uint32_t rh_msg_fix_cards_moved(const rh_msg_fix_cards *m, uint32_t i)
+{
+	return get32((const uint8_t *)m->moved + 4 * (size_t)i);
+}
+
+uint64_t rh_msg_fix_cards_card(const rh_msg_fix_cards *m, uint32_t i)
+{
+	return get64((const uint8_t *)m->cards + 8 * (size_t)i);
+}
+
+void rh_msg_fix_cards_write(const rh_msg_fix_cards *m, uint32_t i, rh_slot_write *out)
+{
+	const uint8_t *q = (const uint8_t *)m->writes + 24 * (size_t)i;
+	out->slot = get64(q);
+	out->old = get64(q + 8);
+	out->value = get64(q + 16);
+}
+
+void rh_msg_cards_fixed_get(const rh_msg_cards_fixed *m, uint32_t i, rh_fix_ent *out)
+{
+	const uint8_t *q = (const uint8_t *)m->ents + 24 * (size_t)i;
+	out->kind = get32(q);
+	out->region = get32(q + 4);
+	out->addr = get64(q + 8);
+	out->value = get64(q + 16);
 }

@@ -16,7 +16,7 @@
 #include "rheap/rheap.h"
 
 #define RH_PROTO_MAGIC 0x5248u
-#define RH_PROTO_VERSION 2u
+#define RH_PROTO_VERSION 3u
 #define RH_PROTO_HDR 12u
 #define RH_PROTO_MAX 65536u /* a whole message, header included */
 #define RH_PROTO_CHUNK (RH_PROTO_MAX - RH_PROTO_HDR - 16u)
@@ -44,7 +44,10 @@ enum rh_msg_type {
 	RH_MSG_MARK_ACK = 17,  /* tracer → CPU: this many MARK_REFS batches are done */
 	RH_MSG_FULL = 18,      /* CPU → tracer: begin / end a full-heap marking */
 	RH_MSG_FULL_DONE = 19, /* tracer → CPU: live bytes per region after the end */
-	RH_MSG_TYPE_MAX = 19,
+	/* Fixing evicted cards on their host (docs/distributed-gc.md). */
+	RH_MSG_FIX_CARDS = 20,   /* CPU → tracer: fix these cards (and write these slots) */
+	RH_MSG_CARDS_FIXED = 21, /* tracer → CPU: what it fixed, what it left to the CPU */
+	RH_MSG_TYPE_MAX = 21,
 };
 
 typedef struct rh_msg_hello {
@@ -193,6 +196,37 @@ typedef struct rh_msg_full_done {
 	const void *ents; /* encode: rh_region_live[n]; decoded: wire */
 } rh_msg_full_done;
 
+/* FIX_CARDS: cards (their start addresses, in the tracer's partition) whose
+ * fields may refer to objects moved out of `moved` regions; and slots to
+ * overwrite, each only if it still holds `old`. Every FIX_CARDS gets
+ * CARDS_FIXED replies with its id, the last flagged LAST. */
+#define RH_FIX_CARDS_HDR 24u
+typedef struct rh_slot_write {
+	uint64_t slot, old, value;
+} rh_slot_write;
+typedef struct rh_msg_fix_cards {
+	uint64_t id;
+	uint32_t n_moved, n_cards, n_writes;
+	const void *moved;  /* encode: uint32_t[n_moved]; decoded: wire */
+	const void *cards;  /* encode: uint64_t[n_cards]; decoded: wire */
+	const void *writes; /* encode: rh_slot_write[n_writes]; decoded: wire */
+} rh_msg_fix_cards;
+
+#define RH_FIX_REF 1u        /* card `addr` now refers into `region`: remember it there */
+#define RH_FIX_UNRESOLVED 2u /* slot `addr` holds `value`, moved by another tracer */
+#define RH_FIX_FAILED 3u     /* card or slot `addr` not fixed here: the CPU server must */
+#define RH_CARDS_FIXED_LAST 1u
+#define RH_CARDS_FIXED_MAX ((RH_PROTO_MAX - RH_PROTO_HDR - 16u) / 24u)
+typedef struct rh_fix_ent {
+	uint32_t kind, region;
+	uint64_t addr, value;
+} rh_fix_ent;
+typedef struct rh_msg_cards_fixed {
+	uint64_t id;
+	uint32_t flags, n;
+	const void *ents; /* encode: rh_fix_ent[n]; decoded: wire */
+} rh_msg_cards_fixed;
+
 typedef struct rh_msg {
 	uint8_t type;
 	uint32_t seq;
@@ -213,6 +247,8 @@ typedef struct rh_msg {
 		rh_msg_mark_ack mark_ack;
 		rh_msg_full full;
 		rh_msg_full_done full_done;
+		rh_msg_fix_cards fix_cards;
+		rh_msg_cards_fixed cards_fixed;
 	} u;
 } rh_msg;
 
@@ -234,5 +270,9 @@ void rh_msg_evacuated_src(const rh_msg_evacuated *m, uint32_t i, rh_evac_src *ou
 void rh_msg_evacuated_dst(const rh_msg_evacuated *m, uint32_t i, rh_evac_dst *out);
 uint64_t rh_msg_mark_refs_get(const rh_msg_mark_refs *m, uint32_t i);
 void rh_msg_full_done_get(const rh_msg_full_done *m, uint32_t i, rh_region_live *out);
+uint32_t rh_msg_fix_cards_moved(const rh_msg_fix_cards *m, uint32_t i);
+uint64_t rh_msg_fix_cards_card(const rh_msg_fix_cards *m, uint32_t i);
+void rh_msg_fix_cards_write(const rh_msg_fix_cards *m, uint32_t i, rh_slot_write *out);
+void rh_msg_cards_fixed_get(const rh_msg_cards_fixed *m, uint32_t i, rh_fix_ent *out);
 
 #endif

@@ -898,7 +898,7 @@ static void names(void)
 {
 	static const char *const want[] = {"REGIONS",   "ROOTS",     "MARKED",    "EVACUATE",
 	                                   "EVAC_REFS", "EVACUATED", "MARK_REFS", "MARK_ACK",
-	                                   "FULL",      "FULL_DONE"};
+	                                   "FULL",      "FULL_DONE", "FIX_CARDS", "CARDS_FIXED"};
 	_Static_assert(sizeof want / sizeof want[0] == RH_MSG_TYPE_MAX - RH_MSG_REGIONS + 1,
 	               "every type from REGIONS on");
 	for (unsigned t = RH_MSG_REGIONS; t <= RH_MSG_TYPE_MAX; t++)
@@ -914,9 +914,9 @@ static void versions(void)
 	rh_msg m = {.type = RH_MSG_EVACUATE};
 	m.u.evacuate = (rh_msg_evacuate){.id = 2, .n_src = 1, .n_dst = 1, .regions = v};
 	size_t len = enc(&m);
-	CHECK(buf[2] == 2 && RH_PROTO_VERSION == 2);
-	buf[2] = 1;
-	REJECT(buf, len, "version 1", "EVACUATE with a v1 header");
+	CHECK(buf[2] == 3 && RH_PROTO_VERSION == 3);
+	buf[2] = 2;
+	REJECT(buf, len, "version 2", "EVACUATE with a v2 header");
 
 	/* A v1 peer's HELLO, byte for byte what version 1 sent. */
 	m = (rh_msg){.type = RH_MSG_HELLO, .seq = 1};
@@ -924,8 +924,8 @@ static void versions(void)
 	len = enc(&m);
 	buf[2] = 1;
 	REJECT(buf, len, "version 1", "HELLO with a v1 header");
-	buf[2] = 3;
-	REJECT(buf, len, "version 3", "HELLO with a v3 header");
+	buf[2] = 4;
+	REJECT(buf, len, "version 4", "HELLO with a v4 header");
 
 	/* A type past the last one. */
 	m = (rh_msg){.type = RH_MSG_BYE};
