@@ -49,6 +49,10 @@ static inline void rh_fill(void *p, size_t bytes)
  * Returns 0, or -1 if the header is inconsistent with the type table. */
 typedef void (*rh_slot_fn)(void *ctx, void **slot);
 int rh_object_slots(const rh_type_table *tt, void *obj, rh_slot_fn fn, void *ctx);
+/* Only the slots that lie in [lo, hi) (a card), without visiting the rest
+ * of a large array. The header must already be known valid. */
+void rh_object_slots_in(const rh_type_table *tt, uintptr_t obj, uintptr_t lo, uintptr_t hi,
+                        rh_slot_fn fn, void *ctx);
 
 /* The same walk, inline: the collector's hot loops pass a static fn, which
  * the compiler then calls directly (or inlines). With `reverse`, slots come

@@ -212,7 +212,7 @@ typedef struct rh_msg_fix_cards {
 	const void *writes; /* encode: rh_slot_write[n_writes]; decoded: wire */
 } rh_msg_fix_cards;
 
-#define RH_FIX_REF 1u        /* card `addr` now refers into `region`: remember it there */
+#define RH_FIX_REF 1u        /* slot `addr` now holds `value`, in `region`: remember it */
 #define RH_FIX_UNRESOLVED 2u /* slot `addr` holds `value`, moved by another tracer */
 #define RH_FIX_FAILED 3u     /* card or slot `addr` not fixed here: the CPU server must */
 #define RH_CARDS_FIXED_LAST 1u

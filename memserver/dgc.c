@@ -22,97 +22,9 @@
 #include "gc/mark.h"
 #include "gc/object.h"
 #include "gc/region.h"
-#include "memserver/dgc.h"
+#include "memserver/dgc_int.h"
 
-enum { T_NONE = 0, T_MARKED = 1 };
-#define STEP 4096 /* objects marked between looks at the inbox */
-#define PSEUDO_TYPES 0xff
-
-typedef struct treg {
-	uint32_t ident, top;
-	uint8_t kind, evicted_pct;
-	uint16_t survivals;
-	uint8_t state, busy, seen, moved;
-	uint8_t have_roots;       /* the epoch roots for this (ident, top) arrived */
-	uint64_t h0;              /* log head when marking began */
-	uint64_t marked_ns;       /* when the marking ended */
-	uint32_t *roots, *rroots; /* epoch roots; remark roots (word offsets) */
-	size_t n_roots, cap_roots, n_rroots, cap_rroots;
-	uintptr_t *order, *deferred;
-	size_t n_order, n_deferred;
-	uint64_t live;
-} treg;
-
-typedef struct inmsg {
-	struct inmsg *next;
-	size_t len;
-	uint8_t buf[];
-} inmsg;
-
-typedef struct {
-	uint32_t region;
-	uint64_t top;
-} dcur;
-
-struct rh_dgc {
-	const rh_config *cfg;
-	rh_partition part;
-	rh_region_meta *meta;
-	uint64_t region_size;
-	uint32_t region_shift, pages;
-	treg *r;
-	uint64_t *marks;  /* partition-wide, one bit per word */
-	uint64_t *starts; /* one region, one bit per word */
-	uint8_t *in_set;
-	uint64_t *live_tmp;
-	uint8_t *logged; /* one region, per page */
-	rh_marker mk;
-	rh_type_table types;
-	bool have_types;
-	uintptr_t cur_start, cur_end; /* the region being marked */
-	bool cur_remark;
-
-	rh_dgc_send_fn send;
-	void *send_ctx;
-	pthread_t thr;
-	bool started;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	inmsg *in_head, *in_tail;
-	bool stop;
-	int failed;
-	rh_error fail_err;
-	rh_dgc_stats st;
-
-	/* Full-heap marking (between FULL BEGIN and END). */
-	bool full;
-	uint64_t full_id, full_t0;
-	uint32_t n_parts;
-	rh_partition *parts;     /* every tracer's partition */
-	uint64_t **out;          /* per partition: references to send it */
-	size_t *n_out, *cap_out; /* per partition */
-};
-
-static void *grow(void *p, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return p;
-	size_t n = *cap ? *cap : 256;
-	while (n < need)
-		n *= 2;
-	void *q = realloc(p, n * elem);
-	if (!q)
-		rh_panic("tracer: out of memory (%zu entries)", n);
-	*cap = n;
-	return q;
-}
-
-static uintptr_t rstart(const rh_dgc *d, uint32_t l)
-{
-	return d->part.base + ((uintptr_t)l << d->region_shift);
-}
-
-static void reset_region(rh_dgc *d, uint32_t l)
+void rh_dgc_reset_region(rh_dgc *d, uint32_t l)
 {
 	treg *t = &d->r[l];
 	free(t->order);
@@ -128,17 +40,17 @@ static void reset_region(rh_dgc *d, uint32_t l)
 /* The region is free on the CPU server: nothing of it is kept. */
 static void forget_region(rh_dgc *d, uint32_t l)
 {
-	reset_region(d, l);
+	rh_dgc_reset_region(d, l);
 	d->r[l].kind = RH_REGION_FREE;
 	d->r[l].top = 0;
 	d->r[l].n_roots = 0;
 	d->r[l].have_roots = 0;
+	d->r[l].evacuated = 0;
 }
 
 /* Fail the thread: the protocol was broken. The ERROR goes to the CPU
  * server, which then treats this tracer as lost. */
-static int fail(rh_dgc *d, const char *fmt, ...) RH_PRINTF(2, 3);
-static int fail(rh_dgc *d, const char *fmt, ...)
+int rh_dgc_fail(rh_dgc *d, const char *fmt, ...)
 {
 	char text[200];
 	va_list ap;
@@ -219,7 +131,7 @@ static void mark_region(rh_dgc *d, uint32_t l)
 		return;
 	}
 	uint64_t h0 = __atomic_load_n(&m->log_head, __ATOMIC_ACQUIRE);
-	reset_region(d, l);
+	rh_dgc_reset_region(d, l);
 	memset(d->live_tmp, 0, d->part.n_regions * sizeof *d->live_tmp);
 	d->cur_remark = false;
 	setup_marker(d, l);
@@ -228,7 +140,7 @@ static void mark_region(rh_dgc *d, uint32_t l)
 	while (rh_marker_drain_some(&d->mk, STEP)) {
 		if (inbox_waiting(d)) {
 			/* A pause or a new table: start this region over later. */
-			reset_region(d, l);
+			rh_dgc_reset_region(d, l);
 			return;
 		}
 	}
@@ -316,14 +228,6 @@ static int64_t pick_pass(rh_dgc *d, bool idle_only, uint64_t now)
 
 /* ---------------------------------------------------------------- messages */
 
-static int local_of(rh_dgc *d, uint32_t region, uint32_t *l)
-{
-	if (region < d->part.first_region || region - d->part.first_region >= d->part.n_regions)
-		return -1;
-	*l = region - d->part.first_region;
-	return 0;
-}
-
 static int on_regions(rh_dgc *d, const rh_msg_regions *m)
 {
 	if (m->flags & RH_REGIONS_FIRST)
@@ -334,11 +238,11 @@ static int on_regions(rh_dgc *d, const rh_msg_regions *m)
 		rh_msg_regions_get(m, i, &e);
 		uint32_t l;
 		if (local_of(d, e.region, &l) < 0 || e.top > d->region_size)
-			return fail(d, "REGIONS: region %u (top %u) is not in partition %u",
-			            e.region, e.top, d->part.index);
+			return rh_dgc_fail(d, "REGIONS: region %u (top %u) is not in partition %u",
+			                   e.region, e.top, d->part.index);
 		treg *t = &d->r[l];
 		if (t->ident != e.ident || t->top != e.top || t->kind != e.kind) {
-			reset_region(d, l);
+			rh_dgc_reset_region(d, l);
 			t->n_roots = 0;
 			t->have_roots = 0;
 		}
@@ -361,7 +265,8 @@ static int on_roots(rh_dgc *d, const rh_msg_roots *m)
 {
 	uint32_t l;
 	if (local_of(d, m->region, &l) < 0)
-		return fail(d, "ROOTS: region %u is not in partition %u", m->region, d->part.index);
+		return rh_dgc_fail(d, "ROOTS: region %u is not in partition %u", m->region,
+		                   d->part.index);
 	treg *t = &d->r[l];
 	bool remark = m->flags & RH_ROOTS_REMARK;
 	uint32_t **v = remark ? &t->rroots : &t->roots;
@@ -377,8 +282,8 @@ static int on_roots(rh_dgc *d, const rh_msg_roots *m)
 	for (uint32_t i = 0; i < m->n; i++) {
 		uint32_t off = rh_msg_roots_get(m, i);
 		if ((uint64_t)off * 8 >= d->region_size)
-			return fail(d, "ROOTS: offset %u words is outside region %u", off,
-			            m->region);
+			return rh_dgc_fail(d, "ROOTS: offset %u words is outside region %u", off,
+			                   m->region);
 		(*v)[(*n)++] = off;
 	}
 	return 0;
@@ -393,11 +298,12 @@ static int build_starts(rh_dgc *d, uint32_t l)
 	for (uintptr_t p = s; p < end;) {
 		uint64_t h = rh_hdr((void *)p);
 		if (rh_hdr_is_fwd(h) || !rh_object_valid(&d->types, (void *)p, end - p))
-			return fail(d,
-			            "region %u is not parsable at +%#lx (header %#llx) after its "
-			            "flush",
-			            d->part.first_region + l, (unsigned long)(p - s),
-			            (unsigned long long)h);
+			return rh_dgc_fail(
+			        d,
+			        "region %u is not parsable at +%#lx (header %#llx) after its "
+			        "flush",
+			        d->part.first_region + l, (unsigned long)(p - s),
+			        (unsigned long long)h);
 		rh_bit_set(d->starts, (p - s) >> 3);
 		p += rh_hdr_bytes(h);
 	}
@@ -424,7 +330,7 @@ static int remark(rh_dgc *d, uint32_t l, bool no_remark, uint64_t *pages_rescann
 		return -1;
 	bool was_marked = t->state == T_MARKED;
 	if (!was_marked)
-		reset_region(d, l);
+		rh_dgc_reset_region(d, l);
 	d->cur_remark = true;
 	setup_marker(d, l);
 	/* Marks made from stale pages may sit inside objects: keep those at
@@ -447,8 +353,9 @@ static int remark(rh_dgc *d, uint32_t l, bool no_remark, uint64_t *pages_rescann
 		for (uint64_t i = t->h0; !all && i < head; i++) {
 			uint32_t pg = d->meta[l].log[i % RH_LOG_ENTRIES];
 			if (pg >= d->pages)
-				return fail(d, "region %u's eviction log names page %u (of %u)",
-				            d->part.first_region + l, pg, d->pages);
+				return rh_dgc_fail(d,
+				                   "region %u's eviction log names page %u (of %u)",
+				                   d->part.first_region + l, pg, d->pages);
 			d->logged[pg] = 1;
 		}
 		for (size_t i = 0; i < kept; i++) {
@@ -475,8 +382,8 @@ static int remark(rh_dgc *d, uint32_t l, bool no_remark, uint64_t *pages_rescann
 	}
 	rh_marker_drain(mk);
 	if (mk->n_deferred && !no_remark)
-		return fail(d, "region %u: a live reference to %#lx, inside an object",
-		            d->part.first_region + l, (unsigned long)mk->deferred[0]);
+		return rh_dgc_fail(d, "region %u: a live reference to %#lx, inside an object",
+		                   d->part.first_region + l, (unsigned long)mk->deferred[0]);
 	/* A stale target bit may name a filler: fillers are not copied. */
 	free(t->order);
 	t->order = malloc((mk->n_order ? mk->n_order : 1) * sizeof *t->order);
@@ -541,8 +448,9 @@ static void fix_slot(void *ctx, void **slot)
 			e->dangling++; /* the lost object the remark would have saved */
 		} else if (!e->error) {
 			e->error = 1;
-			fail(d, "moved object field %p references %#lx, which was not marked",
-			     (void *)slot, (unsigned long)v);
+			rh_dgc_fail(d,
+			            "moved object field %p references %#lx, which was not marked",
+			            (void *)slot, (unsigned long)v);
 		}
 	}
 	if (((uintptr_t)slot >> d->region_shift) != (v >> d->region_shift)) {
@@ -551,7 +459,7 @@ static void fix_slot(void *ctx, void **slot)
 	}
 }
 
-static int send_or_fail(rh_dgc *d, const rh_msg *m)
+int rh_dgc_send(rh_dgc *d, const rh_msg *m)
 {
 	rh_error err;
 	if (d->send(d->send_ctx, m, &err) == RH_OK)
@@ -580,15 +488,16 @@ static int on_evacuate(rh_dgc *d, const rh_msg_evacuate *m)
 		uint32_t l;
 		uint32_t g = rh_msg_evacuate_region(m, i);
 		if (local_of(d, g, &l) < 0) {
-			fail(d, "EVACUATE: region %u is not in partition %u", g, d->part.index);
+			rh_dgc_fail(d, "EVACUATE: region %u is not in partition %u", g,
+			            d->part.index);
 			goto out;
 		}
 		bool is_src = i < m->n_src;
 		if (is_src ? d->r[l].kind != RH_REGION_OLD || !d->r[l].top
 		           : d->r[l].kind != RH_REGION_FREE) {
-			fail(d, "EVACUATE: region %u is %s here, expected %s", g,
-			     d->r[l].kind == RH_REGION_FREE ? "free" : "in use",
-			     is_src ? "an old region" : "a free one");
+			rh_dgc_fail(d, "EVACUATE: region %u is %s here, expected %s", g,
+			            d->r[l].kind == RH_REGION_FREE ? "free" : "in use",
+			            is_src ? "an old region" : "a free one");
 			goto out;
 		}
 		src[i] = l;
@@ -637,7 +546,8 @@ static int on_evacuate(rh_dgc *d, const rh_msg_evacuate *m)
 		e.dst[e.cur].top = top;
 	for (size_t k = 0; k < n_moved && !e.error; k++)
 		if (rh_object_slots(&d->types, (void *)moved[k], fix_slot, &e) < 0) {
-			fail(d, "a moved object at %#lx does not parse", (unsigned long)moved[k]);
+			rh_dgc_fail(d, "a moved object at %#lx does not parse",
+			            (unsigned long)moved[k]);
 			goto out;
 		}
 	if (e.error)
@@ -653,7 +563,7 @@ static int on_evacuate(rh_dgc *d, const rh_msg_evacuate *m)
 		r.u.evac_refs.n = (uint32_t)(e.n_pairs - k < RH_EVAC_REFS_MAX ? e.n_pairs - k
 		                                                              : RH_EVAC_REFS_MAX);
 		r.u.evac_refs.pairs = e.pairs + k;
-		if (send_or_fail(d, &r) < 0)
+		if (rh_dgc_send(d, &r) < 0)
 			goto out;
 	}
 	rh_evac_dst *dres = calloc(m->n_dst ? m->n_dst : 1, sizeof *dres);
@@ -673,7 +583,7 @@ static int on_evacuate(rh_dgc *d, const rh_msg_evacuate *m)
 	ev->pages_rescanned = rescanned;
 	ev->src = res;
 	ev->dst = dres;
-	rc = send_or_fail(d, &done);
+	rc = rh_dgc_send(d, &done);
 	free(dres);
 	pthread_mutex_lock(&d->lock);
 	for (uint32_t i = 0; i < m->n_src; i++)
@@ -685,11 +595,12 @@ static int on_evacuate(rh_dgc *d, const rh_msg_evacuate *m)
 	 * in use. The next REGIONS describes both. */
 	for (uint32_t i = 0; i < m->n_src; i++) {
 		treg *t = &d->r[src[i]];
-		reset_region(d, src[i]);
+		rh_dgc_reset_region(d, src[i]);
 		t->n_rroots = 0;
 		if (t->moved) {
 			t->kind = RH_REGION_FREE;
 			t->moved = 0;
+			t->evacuated = 1;
 		}
 	}
 	for (uint32_t i = 0; i < m->n_dst; i++) {
@@ -711,241 +622,6 @@ out:
 	return rc;
 }
 
-/* ---------------------------------------------------------------- full marking */
-
-/* Full marking runs on a current image (the CPU server flushed every page
- * first): a header that does not parse is a protocol error, not a page
- * still on its way. */
-static int valid_full(void *ctx, uintptr_t obj)
-{
-	rh_dgc *d = ctx;
-	if (obj - d->part.base >= d->part.size)
-		return 0;
-	uint32_t l = (uint32_t)((obj - d->part.base) >> d->region_shift);
-	const treg *t = &d->r[l];
-	uintptr_t s = rstart(d, l);
-	uint64_t h = rh_hdr((void *)obj);
-	if (rh_hdr_is_fwd(h))
-		return 0;
-	if (t->kind == RH_REGION_HUMONGOUS)
-		return obj == s &&
-		       rh_object_valid(&d->types, (void *)obj, d->part.base + d->part.size - obj);
-	if (t->kind != RH_REGION_OLD && t->kind != RH_REGION_EDEN)
-		return 0;
-	return obj < s + t->top && rh_object_valid(&d->types, (void *)obj, s + t->top - obj);
-}
-
-static int send_out(rh_dgc *d, uint32_t p)
-{
-	for (size_t k = 0; k < d->n_out[p]; k += RH_MARK_REFS_MAX) {
-		rh_msg m = {.type = RH_MSG_MARK_REFS};
-		size_t n = d->n_out[p] - k < RH_MARK_REFS_MAX ? d->n_out[p] - k : RH_MARK_REFS_MAX;
-		m.u.mark_refs = (rh_msg_mark_refs){p, 0, (uint32_t)n, d->out[p] + k};
-		if (send_or_fail(d, &m) < 0)
-			return -1;
-	}
-	d->n_out[p] = 0;
-	return 0;
-}
-
-/* A reference into another partition: batched to its owner, through the
- * CPU server. */
-static void out_ref(void *ctx, uintptr_t ref)
-{
-	rh_dgc *d = ctx;
-	for (uint32_t p = 0; p < d->n_parts; p++)
-		if (ref - d->parts[p].base < d->parts[p].size) {
-			d->out[p] =
-			        grow(d->out[p], &d->cap_out[p], d->n_out[p] + 1, sizeof **d->out);
-			d->out[p][d->n_out[p]++] = ref;
-			return;
-		}
-}
-
-static int full_begin(rh_dgc *d, const rh_msg_full *m)
-{
-	if (d->full)
-		return fail(d, "FULL BEGIN while a full marking is in progress");
-	for (uint32_t l = 0; l < d->part.n_regions; l++) {
-		reset_region(d, l);
-		d->r[l].n_roots = d->r[l].n_rroots = 0;
-		d->r[l].have_roots = 0;
-	}
-	rh_marker *mk = &d->mk;
-	rh_marker_reset(mk);
-	mk->tt = &d->types;
-	mk->heap_lo = d->part.base;
-	mk->heap_size = d->part.size;
-	mk->region_shift = d->region_shift;
-	for (uint32_t l = 0; l < d->part.n_regions; l++)
-		d->in_set[l] = d->r[l].kind == RH_REGION_OLD || d->r[l].kind == RH_REGION_EDEN ||
-		               d->r[l].kind == RH_REGION_HUMONGOUS;
-	mk->in_set = d->in_set;
-	mk->mark_bits = d->marks;
-	mk->order_kind = RH_ORDER_DFS;
-	memset(d->live_tmp, 0, d->part.n_regions * sizeof *d->live_tmp);
-	mk->live_bytes = d->live_tmp;
-	mk->valid = valid_full;
-	mk->valid_ctx = d;
-	mk->outside = out_ref;
-	mk->ext_lo = d->cfg->heap_base;
-	mk->ext_size = d->cfg->heap_size;
-	d->full = true;
-	d->full_id = m->id;
-	d->full_t0 = rh_now_ns();
-	return 0;
-}
-
-static int full_refs(rh_dgc *d, const rh_msg_mark_refs *m)
-{
-	if (!d->full)
-		return fail(d, "MARK_REFS outside a full marking");
-	if (m->partition != d->part.index)
-		return fail(d, "MARK_REFS for partition %u sent to partition %u", m->partition,
-		            d->part.index);
-	for (uint32_t i = 0; i < m->n; i++) {
-		uintptr_t a = (uintptr_t)rh_msg_mark_refs_get(m, i);
-		if (!valid_full(d, a))
-			return fail(d, "MARK_REFS: %#lx is not an object in partition %u",
-			            (unsigned long)a, d->part.index);
-		rh_marker_root(&d->mk, a);
-	}
-	rh_marker_drain(&d->mk);
-	if (d->mk.n_deferred) {
-		uintptr_t o = d->mk.deferred[0];
-		const treg *t = &d->r[(o - d->part.base) >> d->region_shift];
-		return fail(d,
-		            "full marking met %#lx (header %#llx), which does not parse in its "
-		            "region (kind %u, top %#x)",
-		            (unsigned long)o, (unsigned long long)rh_hdr((void *)o), t->kind,
-		            t->top);
-	}
-	/* What this batch caused goes out before its acknowledgement: the CPU
-	 * server counts it before it sees the ack (termination). */
-	for (uint32_t p = 0; p < d->n_parts; p++)
-		if (d->n_out[p] && send_out(d, p) < 0)
-			return -1;
-	rh_msg ack = {.type = RH_MSG_MARK_ACK};
-	ack.u.mark_ack.batches = 1;
-	return send_or_fail(d, &ack);
-}
-
-typedef struct full_refs_ctx {
-	rh_dgc *d;
-	rh_ref_pair *pairs;
-	size_t n, cap;
-} full_refs_ctx;
-
-static void cross_ref(void *vctx, void **slot)
-{
-	full_refs_ctx *c = vctx;
-	uintptr_t v = (uintptr_t)*slot;
-	if ((v & 7) || v - c->d->cfg->heap_base >= c->d->cfg->heap_size ||
-	    ((uintptr_t)slot >> c->d->region_shift) == (v >> c->d->region_shift))
-		return;
-	c->pairs = grow(c->pairs, &c->cap, c->n + 1, sizeof *c->pairs);
-	c->pairs[c->n++] = (rh_ref_pair){(uint64_t)(uintptr_t)slot, v};
-}
-
-/* After termination: dead objects become fillers, live ones report their
- * cross-region references, and the CPU server learns each region's live
- * bytes. */
-static int full_end(rh_dgc *d)
-{
-	if (!d->full)
-		return fail(d, "FULL END without a full marking");
-	full_refs_ctx c = {.d = d};
-	rh_region_live *ents = malloc(d->part.n_regions * sizeof *ents);
-	if (!ents)
-		rh_panic("tracer: out of memory");
-	uint32_t n = 0;
-	uint64_t total = 0;
-	for (uint32_t l = 0; l < d->part.n_regions; l++) {
-		treg *t = &d->r[l];
-		uintptr_t s = rstart(d, l);
-		if (t->kind == RH_REGION_HUMONGOUS) {
-			uint64_t live = 0;
-			if (rh_bit_get(d->marks, (s - d->part.base) >> 3)) {
-				live = rh_hdr_bytes(rh_hdr((void *)s));
-				rh_object_slots(&d->types, (void *)s, cross_ref, &c);
-			}
-			ents[n++] = (rh_region_live){d->part.first_region + l, live};
-			total += live;
-			continue;
-		}
-		if (t->kind != RH_REGION_OLD && t->kind != RH_REGION_EDEN)
-			continue;
-		uint64_t live = 0;
-		uintptr_t dead = 0, end = s + t->top;
-		for (uintptr_t p = s; p < end;) {
-			uint64_t h = rh_hdr((void *)p);
-			if (rh_hdr_is_fwd(h) || !rh_object_valid(&d->types, (void *)p, end - p)) {
-				free(ents);
-				free(c.pairs);
-				return fail(
-				        d, "region %u does not parse at +%#lx after a full marking",
-				        d->part.first_region + l, (unsigned long)(p - s));
-			}
-			size_t bytes = rh_hdr_bytes(h);
-			bool alive = rh_bit_get(d->marks, (p - d->part.base) >> 3) &&
-			             rh_hdr_type(h) != RH_FILLER_TYPE;
-			if (alive) {
-				if (dead)
-					rh_fill((void *)dead, p - dead);
-				dead = 0;
-				live += bytes;
-				rh_object_slots(&d->types, (void *)p, cross_ref, &c);
-			} else if (!dead) {
-				dead = p;
-			}
-			p += bytes;
-		}
-		if (dead)
-			rh_fill((void *)dead, end - dead);
-		ents[n++] = (rh_region_live){d->part.first_region + l, live};
-		total += live;
-	}
-	int rc = 0;
-	for (size_t k = 0; k < c.n && rc == 0; k += RH_EVAC_REFS_MAX) {
-		rh_msg r = {.type = RH_MSG_EVAC_REFS};
-		r.u.evac_refs.id = d->full_id;
-		r.u.evac_refs.n =
-		        (uint32_t)(c.n - k < RH_EVAC_REFS_MAX ? c.n - k : RH_EVAC_REFS_MAX);
-		r.u.evac_refs.pairs = c.pairs + k;
-		rc = send_or_fail(d, &r);
-	}
-	uint64_t ns = rh_now_ns() - d->full_t0;
-	uint32_t off = 0;
-	do {
-		uint32_t k = n - off < RH_FULL_DONE_MAX ? n - off : RH_FULL_DONE_MAX;
-		rh_msg m = {.type = RH_MSG_FULL_DONE};
-		m.u.full_done = (rh_msg_full_done){
-		        d->full_id,
-		        total,
-		        ns,
-		        (off == 0 ? RH_FULL_DONE_FIRST : 0) | (off + k == n ? RH_FULL_DONE_LAST : 0),
-		        k,
-		        ents + off};
-		if (rc == 0)
-			rc = send_or_fail(d, &m);
-		off += k;
-	} while (off < n);
-	pthread_mutex_lock(&d->lock);
-	d->st.bytes_traced += total;
-	d->st.mark_ns += ns;
-	pthread_mutex_unlock(&d->lock);
-	/* Every layout changed (fillers): the next REGIONS brings new idents. */
-	for (uint32_t l = 0; l < d->part.n_regions; l++)
-		reset_region(d, l);
-	d->mk.outside = NULL;
-	d->full = false;
-	free(ents);
-	free(c.pairs);
-	return rc;
-}
-
-/* ---------------------------------------------------------------- thread */
-
 static int handle(rh_dgc *d, inmsg *in)
 {
 	if (in->buf[0] == PSEUDO_TYPES) {
@@ -954,14 +630,14 @@ static int handle(rh_dgc *d, inmsg *in)
 		rh_typetab_init(&d->types);
 		if (rh_typetab_from_json(&d->types, (const char *)in->buf + 1, in->len - 1, &err) !=
 		    RH_OK)
-			return fail(d, "type table: %s", err.msg);
+			return rh_dgc_fail(d, "type table: %s", err.msg);
 		d->have_types = true;
 		return 0;
 	}
 	rh_msg m;
 	rh_error err;
 	if (rh_msg_decode(in->buf, in->len, &m, &err) != RH_OK)
-		return fail(d, "%s", err.msg);
+		return rh_dgc_fail(d, "%s", err.msg);
 	switch (m.type) {
 	case RH_MSG_REGIONS:
 		return on_regions(d, &m.u.regions);
@@ -976,16 +652,23 @@ static int handle(rh_dgc *d, inmsg *in)
 		return 0;
 	case RH_MSG_EVACUATE:
 		if (!d->have_types || d->full)
-			return fail(d, "EVACUATE before the type table or during a full marking");
+			return rh_dgc_fail(
+			        d, "EVACUATE before the type table or during a full marking");
 		return on_evacuate(d, &m.u.evacuate);
 	case RH_MSG_FULL:
 		if (!d->have_types)
-			return fail(d, "FULL before the type table");
-		return m.u.full.phase == RH_FULL_BEGIN ? full_begin(d, &m.u.full) : full_end(d);
+			return rh_dgc_fail(d, "FULL before the type table");
+		return m.u.full.phase == RH_FULL_BEGIN ? rh_dgc_full_begin(d, &m.u.full)
+		                                       : rh_dgc_full_end(d);
 	case RH_MSG_MARK_REFS:
-		return full_refs(d, &m.u.mark_refs);
+		return rh_dgc_full_refs(d, &m.u.mark_refs);
+	case RH_MSG_FIX_CARDS:
+		if (!d->have_types || d->full)
+			return rh_dgc_fail(
+			        d, "FIX_CARDS before the type table or during a full marking");
+		return rh_dgc_fix_cards(d, &m.u.fix_cards, m.seq);
 	default:
-		return fail(d, "unexpected %s for the collector", rh_msg_type_name(m.type));
+		return rh_dgc_fail(d, "unexpected %s for the collector", rh_msg_type_name(m.type));
 	}
 }
 

@@ -327,6 +327,7 @@ static int serve(server *s, rh_error *err)
 		case RH_MSG_EVACUATE:
 		case RH_MSG_FULL:
 		case RH_MSG_MARK_REFS:
+		case RH_MSG_FIX_CARDS:
 			/* The marking thread checks them against its state. */
 			if ((rc = rh_dgc_post(s->dgc, s->msg, len, err)) != RH_OK) {
 				send_error(s, c, rc, err->msg);

@@ -175,6 +175,178 @@ static void fix_visit(void *ctx, void **slot)
 		fix_slot(h, slot, false);
 }
 
+/* Cards of moved regions' source queues whose pages only their host
+ * tracer holds are fixed there (docs/distributed-gc.md, "Fixing external
+ * references"): the CPU server would otherwise fetch each page to change a
+ * few words and write it back later. Returns the cards the tracers took,
+ * sorted, for the CPU server's own pass to skip. Nothing here faults a card
+ * page in before its tracer is done with it: only forwarding headers in
+ * moved regions are read through the page cache. */
+static uint64_t *fix_remote(rh_heap *h, const rh_swap_host *hosts, size_t n_hosts, size_t *n_out)
+{
+	*n_out = 0;
+	uint32_t *moved = NULL;
+	size_t n_moved = 0;
+	for (uint32_t i = 0; i < h->n_regions; i++)
+		if (h->offload[i] == RH_OFF_MOVED) {
+			uint32_t *m = realloc(moved, (n_moved + 1) * sizeof *m);
+			if (!m)
+				rh_panic("collector: out of memory");
+			moved = m;
+			moved[n_moved++] = i;
+		}
+	if (!n_moved || n_moved > 4096) {
+		free(moved);
+		return NULL;
+	}
+	/* Evictions in flight finish first: a page being written back is
+	 * still the CPU server's. */
+	rh_swap_quiesce(h->swap);
+	uint64_t **cards = calloc(n_hosts, sizeof *cards);
+	size_t *n_cards = calloc(n_hosts, sizeof *n_cards), *cap = calloc(n_hosts, sizeof *cap);
+	rh_slot_write **wr = calloc(n_hosts, sizeof *wr);
+	size_t *n_wr = calloc(n_hosts, sizeof *n_wr), *cap_wr = calloc(n_hosts, sizeof *cap_wr);
+	if (!cards || !n_cards || !cap || !wr || !n_wr || !cap_wr)
+		rh_panic("collector: out of memory");
+	size_t total = 0;
+	for (size_t j = 0; j < n_moved; j++) {
+		rh_region *r = &h->regions[moved[j]];
+		for (size_t k = 0; k < r->remset.cap; k++) {
+			if (!r->remset.cards[k])
+				continue;
+			uint64_t card = r->remset.cards[k] - 1;
+			uint32_t cr = rh_card_region(h, card);
+			uintptr_t a = h->base + (card << RH_CARD_SHIFT);
+			if (h->offload[cr] == RH_OFF_MOVED ||
+			    rh_swap_page_state(h->swap, a) != RH_PAGE_EVICTED)
+				continue;
+			size_t host = rh_remote_host_of(h->remote, cr);
+			if (host >= n_hosts)
+				continue;
+			if (n_cards[host] == cap[host]) {
+				cap[host] = cap[host] ? 2 * cap[host] : 1024;
+				cards[host] = realloc(cards[host], cap[host] * sizeof **cards);
+				if (!cards[host])
+					rh_panic("collector: out of memory");
+			}
+			cards[host][n_cards[host]++] = a;
+			total++;
+		}
+	}
+	uint64_t *taken = total ? malloc(total * sizeof *taken) : NULL;
+	rh_error e;
+	for (size_t k = 0; k < n_hosts; k++) {
+		if (!n_cards[k])
+			continue;
+		qsort(cards[k], n_cards[k], sizeof **cards, rh_cmp_addr);
+		size_t u = 0;
+		for (size_t i = 0; i < n_cards[k]; i++)
+			if (!u || cards[k][i] != cards[k][u - 1])
+				cards[k][u++] = cards[k][i];
+		n_cards[k] = u;
+		if (rh_remote_fix_cards(h->remote, k, ++h->cssc_id, moved, (uint32_t)n_moved,
+		                        cards[k], u, NULL, 0, &e) != RH_OK)
+			rh_heap_fail(h, &e);
+	}
+	uint64_t refs = 0, unresolved = 0, failed = 0;
+	for (size_t k = 0; k < n_hosts; k++) {
+		if (!n_cards[k])
+			continue;
+		rh_remote_fix *fx;
+		if (rh_remote_fix_wait(h->remote, k, &fx, &e) != RH_OK)
+			rh_heap_fail(h, &e);
+		for (size_t i = 0; i < fx->n; i++) {
+			const rh_fix_ent *fe = &fx->ents[i];
+			if (fe->kind == RH_FIX_REF) {
+				if (rh_region_index(h, fe->value) != fe->region) {
+					rh_err_set(
+					        &e, RH_EPEER,
+					        "%s fixed a field to %#llx, outside region %u it "
+					        "named",
+					        hosts[k].name, (unsigned long long)fe->value,
+					        fe->region);
+					rh_heap_fail(h, &e);
+				}
+				remember(h, (void **)(uintptr_t)fe->addr, fe->value);
+				refs++;
+			} else if (fe->kind == RH_FIX_UNRESOLVED) {
+				void **slot = (void **)(uintptr_t)fe->addr;
+				uintptr_t to = forward(h, fe->value, slot, false);
+				unresolved++;
+				if (to == fe->value)
+					continue;
+				remember(h, slot, to);
+				if (n_wr[k] == cap_wr[k]) {
+					cap_wr[k] = cap_wr[k] ? 2 * cap_wr[k] : 256;
+					wr[k] = realloc(wr[k], cap_wr[k] * sizeof **wr);
+					if (!wr[k])
+						rh_panic("collector: out of memory");
+				}
+				wr[k][n_wr[k]++] = (rh_slot_write){fe->addr, fe->value, to};
+			} else {
+				/* The CPU server's own pass will do it. */
+				uint64_t c = fe->addr & ~(uint64_t)((1u << RH_CARD_SHIFT) - 1);
+				for (size_t i2 = 0; i2 < n_cards[k]; i2++)
+					if (cards[k][i2] == c)
+						cards[k][i2] = 0;
+				failed++;
+			}
+		}
+	}
+	/* Second round: slots whose targets another tracer moved. */
+	for (size_t k = 0; k < n_hosts; k++)
+		if (n_wr[k] && rh_remote_fix_cards(h->remote, k, ++h->cssc_id, moved, 0, NULL, 0,
+		                                   wr[k], n_wr[k], &e) != RH_OK)
+			rh_heap_fail(h, &e);
+	for (size_t k = 0; k < n_hosts; k++) {
+		if (!n_wr[k])
+			continue;
+		rh_remote_fix *fx;
+		if (rh_remote_fix_wait(h->remote, k, &fx, &e) != RH_OK)
+			rh_heap_fail(h, &e);
+		for (size_t i = 0; i < fx->n; i++)
+			if (fx->ents[i].kind == RH_FIX_FAILED)
+				fix_slot(h, (void **)(uintptr_t)fx->ents[i].addr, false);
+	}
+	size_t n = 0;
+	for (size_t k = 0; k < n_hosts; k++) {
+		for (size_t i = 0; i < n_cards[k]; i++)
+			if (cards[k][i])
+				taken[n++] = cards[k][i];
+		free(cards[k]);
+		free(wr[k]);
+	}
+	if (n)
+		qsort(taken, n, sizeof *taken, rh_cmp_addr);
+	rh_log(RH_LOG_DEBUG, "cssc",
+	       "tracers fixed %zu evicted cards (%llu refilings, %llu fields resolved here, "
+	       "%llu cards left to the CPU server)",
+	       n, (unsigned long long)refs, (unsigned long long)unresolved,
+	       (unsigned long long)failed);
+	free(cards);
+	free(n_cards);
+	free(cap);
+	free(wr);
+	free(n_wr);
+	free(cap_wr);
+	free(moved);
+	*n_out = n;
+	return taken;
+}
+
+static bool taken_by_tracer(const uint64_t *taken, size_t n, uint64_t a)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (taken[mid] < a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && taken[lo] == a;
+}
+
 /* ---------------------------------------------------------------- shipping */
 
 static void send_or_fail(rh_heap *h, size_t host, rh_msg *m)
@@ -490,6 +662,8 @@ static void run(rh_heap *h)
 
 	/* References from outside the moved objects. */
 	fixed = 0;
+	size_t n_taken = 0;
+	uint64_t *taken = fix_remote(h, hosts, n_hosts, &n_taken);
 	for (size_t i = 0; i < h->n_tslots; i++)
 		fix_slot(h, h->tslots[i], true);
 	for (uint32_t i = 0; i < h->n_regions; i++) {
@@ -501,7 +675,8 @@ static void run(rh_heap *h)
 			/* Moved sources' fields were fixed by their tracers (or
 			 * come back in EVAC_REFS). */
 			if (r->remset.cards[k] &&
-			    h->offload[rh_card_region(h, card)] != RH_OFF_MOVED)
+			    h->offload[rh_card_region(h, card)] != RH_OFF_MOVED &&
+			    !taken_by_tracer(taken, n_taken, h->base + (card << RH_CARD_SHIFT)))
 				rh_card_slots(h, card, fix_visit, h);
 		}
 	}
@@ -566,6 +741,7 @@ static void run(rh_heap *h)
 	free(sent);
 	free(res);
 	free(targets);
+	free(taken);
 }
 
 void rh_cssc_finish(rh_heap *h, rh_gc_kind kind)

@@ -245,34 +245,6 @@ uintptr_t rh_region_object_at(rh_heap *h, rh_region *r, uintptr_t a)
 	return obj;
 }
 
-/* Visit the reference slots of obj that lie in [lo, hi). */
-static void slots_in(rh_heap *h, uintptr_t obj, uintptr_t lo, uintptr_t hi, rh_slot_fn fn,
-                     void *ctx)
-{
-	const rh_type_info *ti = rh_type_get(&h->types, rh_hdr_type(rh_hdr((void *)obj)));
-	if (!ti || rh_hdr_type(rh_hdr((void *)obj)) == RH_FILLER_TYPE)
-		return;
-	for (uint32_t i = 0; i < ti->n_ptrs; i++) {
-		uintptr_t a = obj + ti->ptr_offsets[i];
-		if (a >= lo && a < hi)
-			fn(ctx, (void **)a);
-	}
-	if (!ti->elem_size || !ti->n_elem_ptrs)
-		return;
-	uint64_t len = ((uint64_t *)obj)[1];
-	uintptr_t e0 = obj + ti->size;
-	uint64_t first = lo > e0 ? (lo - e0) / ti->elem_size : 0;
-	uint64_t last = hi > e0 ? (hi - e0 + ti->elem_size - 1) / ti->elem_size : 0;
-	if (last > len)
-		last = len;
-	for (uint64_t e = first; e < last; e++)
-		for (uint32_t k = 0; k < ti->n_elem_ptrs; k++) {
-			uintptr_t a = e0 + e * ti->elem_size + ti->elem_ptr_offsets[k];
-			if (a >= lo && a < hi)
-				fn(ctx, (void **)a);
-		}
-}
-
 void rh_card_slots(rh_heap *h, uint64_t card, rh_slot_fn fn, void *ctx)
 {
 	uintptr_t lo = h->base + (card << RH_CARD_SHIFT), hi = lo + (1u << RH_CARD_SHIFT);
@@ -281,7 +253,7 @@ void rh_card_slots(rh_heap *h, uint64_t card, rh_slot_fn fn, void *ctx)
 		return;
 	sr = rh_region_head(h, sr);
 	if (sr->kind == RH_REGION_HUMONGOUS) {
-		slots_in(h, sr->start, lo, hi, fn, ctx);
+		rh_object_slots_in(&h->types, sr->start, lo, hi, fn, ctx);
 		return;
 	}
 	if (!sr->starts_valid)
@@ -291,7 +263,7 @@ void rh_card_slots(rh_heap *h, uint64_t card, rh_slot_fn fn, void *ctx)
 		p = lo; /* the card starts at an object boundary or past top */
 	while (p < hi && p < sr->top) {
 		size_t bytes = rh_hdr_bytes(rh_hdr((void *)p));
-		slots_in(h, p, lo, hi, fn, ctx);
+		rh_object_slots_in(&h->types, p, lo, hi, fn, ctx);
 		p += bytes;
 	}
 }

@@ -34,6 +34,7 @@ struct rh_remote {
 	uint8_t *has_marked;
 	uint64_t n_marked;    /* MARKED entries received */
 	rh_remote_evac *evac; /* per host: the EVACUATE in progress */
+	rh_remote_fix *fix;   /* per host: FIX_CARDS in progress */
 	rh_remote_full full;
 	uint8_t buf[RH_PROTO_MAX];
 	uint8_t rbuf[RH_PROTO_MAX];
@@ -217,6 +218,41 @@ static int on_message(rh_remote *r, size_t i, size_t len)
 		for (uint32_t k = 0; k < m.u.evac_refs.n; k++)
 			rh_msg_evac_refs_get(&m.u.evac_refs, k, &ev->pairs[ev->n_pairs++]);
 		break;
+	case RH_MSG_CARDS_FIXED: {
+		rh_remote_fix *fx = &r->fix[i];
+		const rh_msg_cards_fixed *cf = &m.u.cards_fixed;
+		const rh_partition *p = &r->hosts[i].part;
+		if (!fx->outstanding || cf->id != fx->id) {
+			bad = "CARDS_FIXED for no FIX_CARDS in progress";
+			break;
+		}
+		if (fx->n + cf->n > fx->cap) {
+			size_t cap = fx->cap ? fx->cap : 1024;
+			while (cap < fx->n + cf->n)
+				cap *= 2;
+			rh_fix_ent *grown = realloc(fx->ents, cap * sizeof *grown);
+			if (!grown) {
+				bad = "out of memory for CARDS_FIXED";
+				break;
+			}
+			fx->ents = grown;
+			fx->cap = cap;
+		}
+		for (uint32_t k = 0; k < cf->n && !bad; k++) {
+			rh_fix_ent fe;
+			rh_msg_cards_fixed_get(cf, k, &fe);
+			if (fe.addr - p->base >= p->size ||
+			    (fe.kind == RH_FIX_REF && fe.region - p->first_region >= p->n_regions))
+				bad = "CARDS_FIXED names an address or region outside its "
+				      "partition";
+			fx->ents[fx->n++] = fe;
+		}
+		if (!bad && (cf->flags & RH_CARDS_FIXED_LAST)) {
+			fx->outstanding--;
+			pthread_cond_broadcast(&r->cond);
+		}
+		break;
+	}
 	case RH_MSG_EVACUATED: {
 		const rh_msg_evacuated *ed = &m.u.evacuated;
 		if (!ev->want || ev->done || ed->id != ev->id || ed->n_src != ev->n_src ||
@@ -404,6 +440,7 @@ int rh_remote_open(const rh_config *cfg, void (*fatal)(void *, const rh_error *)
 	r->marked = calloc(r->n_regions, sizeof *r->marked);
 	r->has_marked = calloc(r->n_regions, 1);
 	r->evac = calloc(r->n_hosts, sizeof *r->evac);
+	r->fix = calloc(r->n_hosts, sizeof *r->fix);
 	r->full.outstanding = calloc(r->n_hosts, sizeof *r->full.outstanding);
 	r->full.done = calloc(r->n_hosts, sizeof *r->full.done);
 	r->full.live = calloc(r->n_regions, sizeof *r->full.live);
@@ -411,7 +448,8 @@ int rh_remote_open(const rh_config *cfg, void (*fatal)(void *, const rh_error *)
 	pthread_mutex_init(&r->send_lock, NULL);
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_cond_init(&r->cond, NULL);
-	int rc = r->hosts && r->last_heard && r->free_acked && r->marked && r->has_marked && r->evac
+	int rc = r->hosts && r->last_heard && r->free_acked && r->marked && r->has_marked &&
+	                         r->evac && r->fix
 	                 ? RH_OK
 	                 : rh_err_set(err, RH_ENOMEM, "control path: out of memory");
 	for (size_t i = 0; rc == RH_OK && i < r->n_hosts; i++)
@@ -456,6 +494,9 @@ void rh_remote_close(rh_remote *r)
 		free(r->evac[i].dst);
 	}
 	free(r->evac);
+	for (size_t i = 0; r->fix && i < r->n_hosts; i++)
+		free(r->fix[i].ents);
+	free(r->fix);
 	free(r->full.outstanding);
 	free(r->full.done);
 	free(r->full.live);
@@ -646,6 +687,59 @@ int rh_remote_evac_wait(rh_remote *r, size_t host, rh_remote_evac **out, rh_erro
 	ev->want = false;
 	pthread_mutex_unlock(&r->lock);
 	*out = ev;
+	return rc;
+}
+
+int rh_remote_fix_cards(rh_remote *r, size_t host, uint64_t id, const uint32_t *moved,
+                        uint32_t n_moved, const uint64_t *cards, size_t n_cards,
+                        const rh_slot_write *writes, size_t n_writes, rh_error *err)
+{
+	size_t room = RH_PROTO_MAX - RH_PROTO_HDR - RH_FIX_CARDS_HDR;
+	if ((size_t)n_moved * 4 > room / 2)
+		return rh_err_set(err, RH_EINVAL,
+		                  "control path: %u moved regions do not fit a FIX_CARDS", n_moved);
+	room -= (size_t)n_moved * 4;
+	pthread_mutex_lock(&r->lock);
+	rh_remote_fix *fx = &r->fix[host];
+	fx->id = id;
+	fx->n = 0;
+	fx->outstanding = 0;
+	pthread_mutex_unlock(&r->lock);
+	size_t c = 0, w = 0;
+	while (c < n_cards || w < n_writes) {
+		uint32_t nc = (uint32_t)(n_cards - c < room / 8 ? n_cards - c : room / 8);
+		size_t left = room - 8 * (size_t)nc;
+		uint32_t nw = (uint32_t)(n_writes - w < left / 24 ? n_writes - w : left / 24);
+		rh_msg m = {.type = RH_MSG_FIX_CARDS};
+		m.u.fix_cards =
+		        (rh_msg_fix_cards){id, n_moved, nc, nw, moved, cards + c, writes + w};
+		pthread_mutex_lock(&r->lock);
+		fx->outstanding++;
+		pthread_mutex_unlock(&r->lock);
+		int rc = send_to(r, host, &m, err);
+		if (rc != RH_OK)
+			return rc;
+		c += nc;
+		w += nw;
+	}
+	return RH_OK;
+}
+
+int rh_remote_fix_wait(rh_remote *r, size_t host, rh_remote_fix **out, rh_error *err)
+{
+	int rc = RH_OK;
+	pthread_mutex_lock(&r->lock);
+	rh_remote_fix *fx = &r->fix[host];
+	while (fx->outstanding) {
+		if (atomic_load(&r->lost)) {
+			rc = rh_err_set(err, RH_EPEER, "%s: lost while fixing cards",
+			                r->hosts[host].name);
+			break;
+		}
+		rh_cond_wait_ms(&r->cond, &r->lock, 20);
+	}
+	pthread_mutex_unlock(&r->lock);
+	*out = fx;
 	return rc;
 }
 

@@ -52,6 +52,22 @@ int rh_remote_evacuate(rh_remote *r, size_t host, uint64_t id, uint32_t flags, c
  * EVACUATE. */
 int rh_remote_evac_wait(rh_remote *r, size_t host, rh_remote_evac **out, rh_error *err);
 
+/* Cards fixed by their host tracer (FIX_CARDS / CARDS_FIXED). */
+typedef struct rh_remote_fix {
+	uint64_t id;
+	uint32_t outstanding; /* FIX_CARDS sent whose LAST reply has not come */
+	rh_fix_ent *ents;     /* every reply's entries, in arrival order */
+	size_t n, cap;
+} rh_remote_fix;
+/* Send cards and slot writes to one host, in as many FIX_CARDS as needed,
+ * each carrying the `moved` list. */
+int rh_remote_fix_cards(rh_remote *r, size_t host, uint64_t id, const uint32_t *moved,
+                        uint32_t n_moved, const uint64_t *cards, size_t n_cards,
+                        const rh_slot_write *writes, size_t n_writes, rh_error *err);
+/* Wait for every reply; *out stays valid until the next rh_remote_fix_cards
+ * to that host, whose entries it then resets. */
+int rh_remote_fix_wait(rh_remote *r, size_t host, rh_remote_fix **out, rh_error *err);
+
 /* Full-heap marking by the tracers. The monitor thread relays MARK_REFS
  * between tracers and counts batches outstanding per tracer. */
 typedef struct rh_remote_full {

@@ -113,6 +113,36 @@ static int to_host(rh_msg *m, void **a, void **b)
 		m->u.full_done.ents = e;
 		return 0;
 	}
+	case RH_MSG_FIX_CARDS: {
+		/* One block for the three arrays, the 8-byte aligned ones first. */
+		rh_msg_fix_cards *f = &m->u.fix_cards;
+		size_t nw = f->n_writes, nc = f->n_cards, nm = f->n_moved;
+		uint8_t *blk = *a = malloc(nw * sizeof(rh_slot_write) + nc * 8 + nm * 4 + 1);
+		if (!blk)
+			return -1;
+		rh_slot_write *w = (rh_slot_write *)(void *)blk;
+		uint64_t *c = (uint64_t *)(void *)(blk + nw * sizeof *w);
+		uint32_t *mv = (uint32_t *)(void *)(blk + nw * sizeof *w + nc * 8);
+		for (uint32_t i = 0; i < f->n_writes; i++)
+			rh_msg_fix_cards_write(f, i, &w[i]);
+		for (uint32_t i = 0; i < f->n_cards; i++)
+			c[i] = rh_msg_fix_cards_card(f, i);
+		for (uint32_t i = 0; i < f->n_moved; i++)
+			mv[i] = rh_msg_fix_cards_moved(f, i);
+		f->writes = w;
+		f->cards = c;
+		f->moved = mv;
+		return 0;
+	}
+	case RH_MSG_CARDS_FIXED: {
+		rh_fix_ent *e = *a = malloc(((size_t)m->u.cards_fixed.n + 1) * sizeof *e);
+		if (!e)
+			return -1;
+		for (uint32_t i = 0; i < m->u.cards_fixed.n; i++)
+			rh_msg_cards_fixed_get(&m->u.cards_fixed, i, &e[i]);
+		m->u.cards_fixed.ents = e;
+		return 0;
+	}
 	default:
 		return 0;
 	}

@@ -2,6 +2,8 @@
  * themselves, so the seeds are valid by construction:
  *   DIR/typetab/  type tables from rh_typetab_to_json
  *   DIR/proto/    at least one message of each type from rh_msg_encode
+ *                 (in the current version: seeds of an older one would all
+ *                 stop at the version check)
  *   DIR/auth/     one script per fuzz_auth scenario
  * The config seeds are hand-written JSON and live in the tree as they are.
  *
@@ -167,6 +169,48 @@ static void full_marking_seeds(void)
 	proto_seed("full_done-empty", &m);
 }
 
+/* Version 3: fixing evicted cards on their host. A FIX_CARDS with all
+ * three arrays (moved regions of two partitions, 512-byte aligned cards,
+ * writes whose old value is null or not), one with writes only (the second
+ * FIX_CARDS of a CSSC, for slots another tracer's forwarding resolved), and
+ * CARDS_FIXED replies with every kind, with and without LAST. */
+static void card_fixing_seeds(void)
+{
+	static const uint32_t moved[] = {512, 514, 2048 + 7};
+	static const uint64_t cards[] = {0x400000000200ull, 0x400000001e00ull, 0x40000fff0000ull};
+	static const rh_slot_write writes[] = {
+	        {.slot = 0x400000000208ull, .old = 0x400000010010ull, .value = 0x400080000040ull},
+	        {.slot = 0x400000001e38ull, .old = 0, .value = 0xfffffffffffffff8ull}};
+	static const rh_slot_write resolved[] = {
+	        {.slot = 0x400000000450ull, .old = 0x400000020000ull, .value = 0x400080100008ull}};
+	static const rh_fix_ent ents[] = {
+	        {.kind = RH_FIX_REF, .region = 600, .addr = 0x400000000200ull},
+	        {.kind = RH_FIX_UNRESOLVED,
+	         .region = 2048 + 7,
+	         .addr = 0x400000001e08ull,
+	         .value = 0x400800700010ull},
+	        {.kind = RH_FIX_FAILED, .region = 514, .addr = 0x40000fff0000ull},
+	        {.kind = RH_FIX_FAILED, .region = 0, .addr = 0x400000001e38ull, .value = 0}};
+
+	rh_msg m = {.type = RH_MSG_FIX_CARDS, .seq = 40};
+	m.u.fix_cards = (rh_msg_fix_cards){.id = 3,
+	                                   .n_moved = 3,
+	                                   .n_cards = 3,
+	                                   .n_writes = 2,
+	                                   .moved = moved,
+	                                   .cards = cards,
+	                                   .writes = writes};
+	proto_seed("fix_cards", &m);
+	m.u.fix_cards = (rh_msg_fix_cards){
+	        .id = 4, .n_moved = 0, .n_cards = 0, .n_writes = 1, .writes = resolved};
+	proto_seed("fix_cards-writes", &m);
+	m = (rh_msg){.type = RH_MSG_CARDS_FIXED, .seq = 41};
+	m.u.cards_fixed = (rh_msg_cards_fixed){.id = 3, .flags = 0, .n = 4, .ents = ents};
+	proto_seed("cards_fixed", &m);
+	m.u.cards_fixed = (rh_msg_cards_fixed){.id = 3, .flags = RH_CARDS_FIXED_LAST, .n = 0};
+	proto_seed("cards_fixed-last", &m);
+}
+
 static void proto_seeds(void)
 {
 	static const char types_json[] = "{\"version\":1,\"types\":[]}";
@@ -207,6 +251,7 @@ static void proto_seeds(void)
 	proto_seed("free_ok", &m);
 	distributed_seeds();
 	full_marking_seeds();
+	card_fixing_seeds();
 }
 
 /* fuzz_auth scripts: the scenario byte, then (impostor) segments of the

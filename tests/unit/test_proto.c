@@ -1,7 +1,8 @@
-/* Control-path codec (gc/proto.c), version 2: every distributed-collection
- * and full-marking message round-trips, at zero and at maximum counts, and every malformed
- * variant is refused with RH_EPEER and a message; v1 messages still
- * round-trip and a version-1 header is refused. */
+/* Control-path codec (gc/proto.c), version 3: every distributed-collection,
+ * full-marking and card-fixing message round-trips, at zero and at maximum
+ * counts, and every malformed variant is refused with RH_EPEER and a
+ * message; v1 messages still round-trip and version-1 and version-2
+ * headers are refused. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -830,6 +831,423 @@ static void full_done_reject(void)
 	}
 }
 
+/* ------------------------------------------------------------- FIX_CARDS */
+
+/* Largest counts that fill a FIX_CARDS exactly: 24 + 4 nm + 8 nc + 24 nw
+ * = RH_PROTO_MAX - RH_PROTO_HDR (65 500 bytes after the fixed part). */
+#define FIX_ROOM (RH_PROTO_MAX - RH_PROTO_HDR - RH_FIX_CARDS_HDR)
+_Static_assert(FIX_ROOM == 4 * 1 + 8 * 8187, "1 moved region and 8187 cards fill a FIX_CARDS");
+_Static_assert(FIX_ROOM == 4 * 1 + 24 * 2729, "1 moved region and 2729 writes fill a FIX_CARDS");
+
+static uint64_t rd64(const uint8_t *p)
+{
+	uint64_t v = 0;
+	for (int i = 7; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static uint32_t rd32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static void fill_fix_cards(uint32_t *mv, uint32_t nm, uint64_t *cards, uint32_t nc,
+                           rh_slot_write *w, uint32_t nw)
+{
+	/* Every bit of each field in use somewhere; cards on 512-byte bounds. */
+	for (uint32_t i = 0; i < nm; i++)
+		mv[i] = i % 2 ? 0xffffffffu - 3 * i : 5 * i + 2;
+	for (uint32_t i = 0; i < nc; i++)
+		cards[i] = i % 3 == 2 ? 0xfffffffffffffe00ull - 512ull * i
+		                      : 0x400000000000ull + ((uint64_t)i << 9);
+	for (uint32_t i = 0; i < nw; i++)
+		w[i] = (rh_slot_write){.slot = 0x400000000008ull + 24ull * i,
+		                       .old = i % 4 ? 0x400010000000ull + 16ull * i : 0,
+		                       .value = 0xfffffffffffffff8ull - 8ull * i};
+}
+
+/* Returns the encoded length (0 if it did not encode). */
+static size_t fix_cards_round_trip(uint32_t nm, uint32_t nc, uint32_t nw)
+{
+	size_t len = 0;
+	uint32_t *mv = calloc(nm + 1, sizeof *mv), *mvb = calloc(nm + 1, sizeof *mvb);
+	uint64_t *c = calloc(nc + 1, sizeof *c), *cb = calloc(nc + 1, sizeof *cb);
+	rh_slot_write *w = calloc(nw + 1, sizeof *w), *wb = calloc(nw + 1, sizeof *wb);
+	if (!mv || !mvb || !c || !cb || !w || !wb) {
+		CHECK(!"out of memory");
+		goto out;
+	}
+	fill_fix_cards(mv, nm, c, nc, w, nw);
+	rh_msg m = {.type = RH_MSG_FIX_CARDS, .seq = 20};
+	m.u.fix_cards = (rh_msg_fix_cards){.id = 0xfedcba9876543210ull,
+	                                   .n_moved = nm,
+	                                   .n_cards = nc,
+	                                   .n_writes = nw,
+	                                   .moved = mv,
+	                                   .cards = c,
+	                                   .writes = w};
+	memset(buf, 0xa5, sizeof buf); /* the encoder must write every byte */
+	len = enc(&m);
+	size_t want =
+	        RH_PROTO_HDR + RH_FIX_CARDS_HDR + 4 * (size_t)nm + 8 * (size_t)nc + 24 * (size_t)nw;
+	CHECKF(len == want, "FIX_CARDS of %u, %u, %u: %zu bytes, want %zu", nm, nc, nw, len, want);
+	if (len != want)
+		goto out;
+
+	/* The wire layout of docs/protocol.md: fixed part, cards, writes, and
+	 * the moved regions last (so that every u64 stays 8-byte aligned). */
+	CHECKF(rd32(pl(buf, 8)) == nm && rd32(pl(buf, 12)) == nc && rd32(pl(buf, 16)) == nw &&
+	               rd32(pl(buf, 20)) == 0,
+	       "FIX_CARDS of %u, %u, %u: counts and reserved field on the wire", nm, nc, nw);
+	size_t wo = RH_FIX_CARDS_HDR + 8 * (size_t)nc, mo = wo + 24 * (size_t)nw;
+	uint32_t misplaced = 0;
+	for (uint32_t i = 0; i < nc; i++)
+		misplaced += rd64(pl(buf, RH_FIX_CARDS_HDR + 8 * (size_t)i)) != c[i];
+	for (uint32_t i = 0; i < nw; i++) {
+		const uint8_t *q = pl(buf, wo + 24 * (size_t)i);
+		misplaced += rd64(q) != w[i].slot || rd64(q + 8) != w[i].old ||
+		             rd64(q + 16) != w[i].value;
+	}
+	for (uint32_t i = 0; i < nm; i++)
+		misplaced += rd32(pl(buf, mo + 4 * (size_t)i)) != mv[i];
+	CHECKF(misplaced == 0, "FIX_CARDS of %u, %u, %u: %u fields off their documented place", nm,
+	       nc, nw, misplaced);
+
+	rh_msg r;
+	if (!dec(buf, len, &r))
+		goto out;
+	const rh_msg_fix_cards *f = &r.u.fix_cards;
+	CHECK(r.type == RH_MSG_FIX_CARDS && r.seq == 20 && f->id == 0xfedcba9876543210ull &&
+	      f->n_moved == nm && f->n_cards == nc && f->n_writes == nw);
+	uint32_t diff = 0;
+	for (uint32_t i = 0; i < nm; i++) {
+		mvb[i] = rh_msg_fix_cards_moved(f, i);
+		diff += mvb[i] != mv[i];
+	}
+	for (uint32_t i = 0; i < nc; i++) {
+		cb[i] = rh_msg_fix_cards_card(f, i);
+		diff += cb[i] != c[i];
+	}
+	for (uint32_t i = 0; i < nw; i++) {
+		rh_msg_fix_cards_write(f, i, &wb[i]);
+		diff += wb[i].slot != w[i].slot || wb[i].old != w[i].old ||
+		        wb[i].value != w[i].value;
+	}
+	CHECKF(diff == 0, "FIX_CARDS of %u, %u, %u: %u entries differ", nm, nc, nw, diff);
+	r.u.fix_cards.moved = mvb;
+	r.u.fix_cards.cards = cb;
+	r.u.fix_cards.writes = wb;
+	same_bytes(&r, buf, len);
+	wrong_lengths(buf, len, 24, nm + nc + nw <= 8);
+out:
+	free(mv);
+	free(mvb);
+	free(c);
+	free(cb);
+	free(w);
+	free(wb);
+	return len;
+}
+
+static void fix_cards_reject(void)
+{
+	uint32_t mv[2] = {7, 9};
+	uint64_t c[2] = {0x400000000200ull, 0x400000000400ull};
+	rh_slot_write w[2] = {{0x400000100008ull, 0x400000200010ull, 0x400000300018ull},
+	                      {0x400000100010ull, 0, 0x400000300020ull}};
+	rh_msg m = {.type = RH_MSG_FIX_CARDS}, r;
+	m.u.fix_cards = (rh_msg_fix_cards){.id = 5,
+	                                   .n_moved = 2,
+	                                   .n_cards = 2,
+	                                   .n_writes = 2,
+	                                   .moved = mv,
+	                                   .cards = c,
+	                                   .writes = w};
+	size_t len = enc(&m), plen = len - RH_PROTO_HDR;
+	CHECKF(dec(buf, len, &r), "FIX_CARDS 2, 2, 2");
+	static uint8_t good[RH_PROTO_MAX];
+	memcpy(good, buf, len);
+
+	/* Shorter than the fixed part, whatever it says. */
+	for (size_t k = 0; k < RH_FIX_CARDS_HDR; k++) {
+		size_t n = resized(good, len, k);
+		char what[48];
+		snprintf(what, sizeof what, "FIX_CARDS payload of %zu bytes", k);
+		REJECT(tmp, n, "need at least 24", what);
+	}
+
+	/* Each byte of the reserved field alone. */
+	for (int b = 0; b < 4; b++) {
+		memcpy(tmp, good, len);
+		pl(tmp, 20)[b] = (uint8_t)(0x80u >> b);
+		char what[48];
+		snprintf(what, sizeof what, "FIX_CARDS reserved byte %d", b);
+		REJECT(tmp, len, "FIX_CARDS: reserved", what);
+	}
+
+	/* Counts one off the payload, and counts whose byte total, computed in
+	 * 32 bits, would wrap to exactly the payload sent. */
+	static const struct {
+		uint32_t dm, dc, dw; /* added to n_moved, n_cards, n_writes */
+		const char *what;
+	} off[] = {
+	        {1, 0, 0, "n_moved + 1"},
+	        {0xffffffffu, 0, 0, "n_moved - 1"},
+	        {0, 1, 0, "n_cards + 1"},
+	        {0, 0xffffffffu, 0, "n_cards - 1"},
+	        {0, 0, 1, "n_writes + 1"},
+	        {0, 0, 0xffffffffu, "n_writes - 1"},
+	        {0x40000000u, 0, 0, "n_moved + 2^30 (4 n wraps)"},
+	        {0, 0x20000000u, 0, "n_cards + 2^29 (8 n wraps)"},
+	        {0, 0xe0000000u, 0, "n_cards - 2^29 (8 n wraps)"},
+	        {0, 0xffffffffu, 0x0aaaaaabu,
+	         "n_writes + 0xaaaaaab, n_cards - 1 (24 n wraps to 8)"},
+	        {0xc0000000u, 0x20000000u, 0, "n_moved - 2^30, n_cards + 2^29"},
+	};
+	for (size_t i = 0; i < sizeof off / sizeof off[0]; i++) {
+		memcpy(tmp, good, len);
+		le32(pl(tmp, 8), 2 + off[i].dm);
+		le32(pl(tmp, 12), 2 + off[i].dc);
+		le32(pl(tmp, 16), 2 + off[i].dw);
+		char what[128];
+		snprintf(what, sizeof what, "FIX_CARDS %s", off[i].what);
+		REJECT(tmp, len, "inconsistent with payload", what);
+	}
+	/* The fixed part alone, with counts whose 32-bit total wraps to 0, or
+	 * that are merely huge. */
+	static const uint32_t wrap[][3] = {{0x40000000u, 0, 0},
+	                                   {0, 0x20000000u, 0},
+	                                   {0, 0, 0x20000000u},
+	                                   {0x80000000u, 0x20000000u, 0x20000000u},
+	                                   {0xffffffffu, 0xffffffffu, 0xffffffffu},
+	                                   {0, 0xffffffffu, 0}};
+	for (size_t i = 0; i < sizeof wrap / sizeof wrap[0]; i++) {
+		size_t n = resized(good, len, RH_FIX_CARDS_HDR);
+		le32(pl(tmp, 8), wrap[i][0]);
+		le32(pl(tmp, 12), wrap[i][1]);
+		le32(pl(tmp, 16), wrap[i][2]);
+		char what[96];
+		snprintf(what, sizeof what, "FIX_CARDS %#x, %#x, %#x in 24 bytes", wrap[i][0],
+		         wrap[i][1], wrap[i][2]);
+		REJECT(tmp, n, "inconsistent with payload", what);
+	}
+	CHECK(plen == 24 + 4 * 2 + 8 * 2 + 24 * 2);
+
+	/* Nothing to do, and cards without the regions that say what moved. */
+	m.u.fix_cards.n_cards = 0;
+	m.u.fix_cards.n_writes = 0;
+	len = enc(&m);
+	REJECT(buf, len, "FIX_CARDS: neither cards nor writes", "FIX_CARDS 2, 0, 0");
+	m.u.fix_cards.n_moved = 0;
+	len = enc(&m);
+	REJECT(buf, len, "FIX_CARDS: neither cards nor writes", "FIX_CARDS 0, 0, 0");
+	m.u.fix_cards.n_cards = 2;
+	len = enc(&m);
+	REJECT(buf, len, "2 cards but no moved region", "FIX_CARDS 0, 2, 0");
+	m.u.fix_cards.n_writes = 1;
+	len = enc(&m);
+	REJECT(buf, len, "2 cards but no moved region", "FIX_CARDS 0, 2, 1");
+	m.u.fix_cards.n_cards = 0;
+	len = enc(&m);
+	CHECKF(dec(buf, len, &r), "FIX_CARDS 0, 0, 1 (writes need no moved region)");
+	m.u.fix_cards.n_moved = 1;
+	m.u.fix_cards.n_cards = 1;
+	m.u.fix_cards.n_writes = 0;
+	len = enc(&m);
+	CHECKF(dec(buf, len, &r), "FIX_CARDS 1, 1, 0");
+
+	/* Each low bit of each card, slot, old and value, first and last. */
+	m.u.fix_cards.n_moved = 2;
+	m.u.fix_cards.n_cards = 2;
+	m.u.fix_cards.n_writes = 2;
+	for (uint32_t at = 0; at < 2; at++) {
+		for (int bit = 0; bit < 3; bit++) {
+			for (int field = 0; field < 4; field++) {
+				uint64_t c2[2] = {c[0], c[1]};
+				rh_slot_write w2[2] = {w[0], w[1]};
+				uint64_t *f = field == 0   ? &c2[at]
+				              : field == 1 ? &w2[at].slot
+				              : field == 2 ? &w2[at].old
+				                           : &w2[at].value;
+				*f |= 1ull << bit;
+				m.u.fix_cards.cards = c2;
+				m.u.fix_cards.writes = w2;
+				len = enc(&m);
+				static const char *const fname[] = {"card", "slot", "old", "value"};
+				char what[64], sub[32];
+				snprintf(what, sizeof what, "FIX_CARDS %s %u + %d", fname[field],
+				         at, 1 << bit);
+				snprintf(sub, sizeof sub, "%s %u", field ? "write" : "card", at);
+				REJECT(buf, len, sub, what);
+			}
+		}
+	}
+	/* The codec checks only the word alignment: card bounds (512 bytes)
+	 * and the partition are the tracer's to check. */
+	uint64_t c3[2] = {0x400000000208ull, 0xfffffffffffffff8ull};
+	m.u.fix_cards.cards = c3;
+	m.u.fix_cards.writes = w;
+	len = enc(&m);
+	CHECKF(dec(buf, len, &r), "FIX_CARDS card at 0x...208 is the tracer's to refuse");
+
+	/* One past the largest messages: the encoder refuses, even when a
+	 * 32-bit total would wrap to something small. */
+	static const uint32_t past[][3] = {
+	        {2, 8187, 0},        {1, 8188, 0},
+	        {0, 0, 2730},        {2, 0, 2729},
+	        {16374, 1, 0},       {2, 5187, 1000},
+	        {0x40000000u, 1, 0}, {1, 0x20000000u, 0},
+	        {0, 0, 0x0aaaaaabu}, {0xffffffffu, 0xffffffffu, 0xffffffffu}};
+	/* Arrays as long as the first six need, so that an encoder that does
+	 * not refuse them fails the check instead of reading past an array. */
+	static uint32_t bmv[FIX_ROOM / 4 + 1];
+	static uint64_t bc[FIX_ROOM / 8 + 1];
+	static rh_slot_write bw[FIX_ROOM / 24 + 1];
+	for (size_t i = 0; i < sizeof past / sizeof past[0]; i++) {
+		m.u.fix_cards = (rh_msg_fix_cards){.n_moved = past[i][0],
+		                                   .n_cards = past[i][1],
+		                                   .n_writes = past[i][2],
+		                                   .moved = bmv,
+		                                   .cards = bc,
+		                                   .writes = bw};
+		CHECKF(rh_msg_encode(&m, buf, sizeof buf) == 0, "FIX_CARDS of %u, %u, %u encodes",
+		       past[i][0], past[i][1], past[i][2]);
+	}
+}
+
+/* ----------------------------------------------------------- CARDS_FIXED */
+
+static void fill_fix_ents(rh_fix_ent *e, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		e[i] = (rh_fix_ent){.kind = RH_FIX_REF + i % 3,
+		                    .region = i % 2 ? 0xffffffffu - i : 3 * i,
+		                    .addr = i % 5 == 4 ? 0xfffffffffffffe00ull - 8ull * i
+		                                       : 0x400000000000ull + ((uint64_t)i << 9),
+		                    .value = i % 3 ? 0xfffffffffffffff8ull - 16ull * i : 0};
+}
+
+static size_t cards_fixed_round_trip(uint32_t n, uint32_t flags)
+{
+	size_t len = 0;
+	rh_fix_ent *e = calloc(n + 1, sizeof *e), *back = calloc(n + 1, sizeof *back);
+	if (!e || !back) {
+		CHECK(!"out of memory");
+		goto out;
+	}
+	fill_fix_ents(e, n);
+	rh_msg m = {.type = RH_MSG_CARDS_FIXED, .seq = 21};
+	m.u.cards_fixed = (rh_msg_cards_fixed){.id = ~0ull - 20, .flags = flags, .n = n, .ents = e};
+	len = enc(&m);
+	CHECKF(len == RH_PROTO_HDR + 16 + 24 * (size_t)n, "CARDS_FIXED of %u: %zu bytes", n, len);
+	CHECKF(len < RH_PROTO_HDR + 16 || rd32(pl(buf, 8)) == flags, "CARDS_FIXED flags at 8");
+	rh_msg r;
+	if (!dec(buf, len, &r))
+		goto out;
+	const rh_msg_cards_fixed *f = &r.u.cards_fixed;
+	CHECK(r.type == RH_MSG_CARDS_FIXED && r.seq == 21 && f->id == ~0ull - 20 &&
+	      f->flags == flags && f->n == n);
+	uint32_t diff = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		rh_msg_cards_fixed_get(f, i, &back[i]);
+		diff += back[i].kind != e[i].kind || back[i].region != e[i].region ||
+		        back[i].addr != e[i].addr || back[i].value != e[i].value;
+	}
+	CHECKF(diff == 0, "CARDS_FIXED of %u: %u entries differ", n, diff);
+	r.u.cards_fixed.ents = back;
+	same_bytes(&r, buf, len);
+	wrong_lengths(buf, len, 24, n <= 8);
+out:
+	free(e);
+	free(back);
+	return len;
+}
+
+static void cards_fixed_reject(void)
+{
+	rh_fix_ent e[3];
+	fill_fix_ents(e, 3);
+	rh_msg m = {.type = RH_MSG_CARDS_FIXED}, r;
+	m.u.cards_fixed =
+	        (rh_msg_cards_fixed){.id = 8, .flags = RH_CARDS_FIXED_LAST, .n = 3, .ents = e};
+	size_t len = enc(&m);
+	CHECKF(dec(buf, len, &r), "CARDS_FIXED of 3");
+
+	for (size_t k = 0; k < 16; k++) {
+		size_t n = resized(buf, len, k);
+		char what[48];
+		snprintf(what, sizeof what, "CARDS_FIXED payload of %zu bytes", k);
+		REJECT(tmp, n, "need at least 16", what);
+	}
+
+	static const uint32_t bad_flags[] = {2, 4, 0x80000000u | RH_CARDS_FIXED_LAST, 0xffffffffu};
+	for (size_t i = 0; i < sizeof bad_flags / sizeof bad_flags[0]; i++) {
+		memcpy(tmp, buf, len);
+		le32(pl(tmp, 8), bad_flags[i]);
+		char what[48];
+		snprintf(what, sizeof what, "CARDS_FIXED flags %#x", bad_flags[i]);
+		REJECT(tmp, len, "CARDS_FIXED: unknown flags", what);
+	}
+
+	memcpy(tmp, buf, len);
+	le32(pl(tmp, 12), 4);
+	REJECT(tmp, len, "inconsistent with payload", "CARDS_FIXED n + 1");
+	le32(pl(tmp, 12), 2);
+	REJECT(tmp, len, "inconsistent with payload", "CARDS_FIXED n - 1");
+	le32(pl(tmp, 12), RH_CARDS_FIXED_MAX + 1);
+	REJECT(tmp, len, "exceed", "CARDS_FIXED n = max + 1");
+	/* 24 n wrapping a u32 to the 72 entry bytes sent (3 + 2^32 / 8). */
+	le32(pl(tmp, 12), 0x20000003u);
+	REJECT(tmp, len, "exceed", "CARDS_FIXED n wrapping to 3 entries");
+	size_t n = resized(buf, len, 16);
+	le32(pl(tmp, 12), 0x20000000u);
+	REJECT(tmp, n, "exceed", "CARDS_FIXED n wrapping to 0");
+	le32(pl(tmp, 12), 0xffffffffu);
+	REJECT(tmp, n, "exceed", "CARDS_FIXED n = 2^32 - 1");
+
+	/* Unknown kinds, first and last entry. */
+	static const uint32_t bad_kind[] = {0, RH_FIX_FAILED + 1, 0x80000001u, 0xffffffffu};
+	for (uint32_t at = 0; at < 3; at += 2) {
+		for (size_t i = 0; i < sizeof bad_kind / sizeof bad_kind[0]; i++) {
+			fill_fix_ents(e, 3);
+			e[at].kind = bad_kind[i];
+			len = enc(&m);
+			char what[64], sub[64];
+			snprintf(what, sizeof what, "CARDS_FIXED entry %u kind %#x", at,
+			         bad_kind[i]);
+			snprintf(sub, sizeof sub, "entry %u: unknown kind %u", at, bad_kind[i]);
+			REJECT(buf, len, sub, what);
+		}
+	}
+	/* Each low bit of addr and value, first and last entry. */
+	for (uint32_t at = 0; at < 3; at += 2) {
+		for (int bit = 0; bit < 3; bit++) {
+			for (int which = 0; which < 2; which++) {
+				fill_fix_ents(e, 3);
+				if (which)
+					e[at].value |= 1ull << bit;
+				else
+					e[at].addr |= 1ull << bit;
+				len = enc(&m);
+				char what[64], sub[32];
+				snprintf(what, sizeof what, "CARDS_FIXED entry %u %s + %d", at,
+				         which ? "value" : "addr", 1 << bit);
+				snprintf(sub, sizeof sub, "entry %u: address", at);
+				REJECT(buf, len, sub, what);
+			}
+		}
+	}
+	/* Every kind is legal with any region and a null value. */
+	fill_fix_ents(e, 3);
+	for (uint32_t i = 0; i < 3; i++) {
+		e[i].region = 0xffffffffu;
+		e[i].value = 0;
+	}
+	len = enc(&m);
+	CHECKF(dec(buf, len, &r), "CARDS_FIXED of REF, UNRESOLVED, FAILED");
+}
+
 /* ------------------------------------------------------- shared behaviour */
 
 static void encoder_limits(void)
@@ -840,6 +1258,10 @@ static void encoder_limits(void)
 	static rh_ref_pair pr[RH_EVAC_REFS_MAX + 1];
 	static uint64_t a[RH_MARK_REFS_MAX + 1];
 	static rh_region_live lv[RH_FULL_DONE_MAX + 1];
+	static uint32_t mv[FIX_ROOM / 4 + 1];
+	static uint64_t cd[FIX_ROOM / 8 + 1];
+	static rh_slot_write wr[FIX_ROOM / 24 + 1];
+	static rh_fix_ent fx[RH_CARDS_FIXED_MAX + 1];
 	rh_msg m = {.type = RH_MSG_REGIONS};
 	m.u.regions = (rh_msg_regions){.n = RH_REGIONS_MAX + 1, .ents = d};
 	CHECK(rh_msg_encode(&m, buf, sizeof buf) == 0);
@@ -862,15 +1284,48 @@ static void encoder_limits(void)
 	CHECK(rh_msg_encode(&m, buf, sizeof buf) == 0);
 	m.u.full_done.n = 0xffffffffu;
 	CHECK(rh_msg_encode(&m, buf, sizeof buf) == 0);
+	/* FIX_CARDS: one entry past an exact fit in each array, and counts
+	 * whose 32-bit byte total wraps. */
+	m = (rh_msg){.type = RH_MSG_FIX_CARDS};
+	m.u.fix_cards = (rh_msg_fix_cards){
+	        .n_moved = 1, .n_cards = FIX_ROOM / 8, .moved = mv, .cards = cd, .writes = wr};
+	CHECK(rh_msg_encode(&m, buf, sizeof buf) == RH_PROTO_MAX);
+	m.u.fix_cards.n_cards++;
+	CHECK(rh_msg_encode(&m, buf, sizeof buf) == 0);
+	m.u.fix_cards = (rh_msg_fix_cards){
+	        .n_moved = 1, .n_writes = FIX_ROOM / 24, .moved = mv, .cards = cd, .writes = wr};
+	CHECK(rh_msg_encode(&m, buf, sizeof buf) == RH_PROTO_MAX);
+	m.u.fix_cards.n_writes++;
+	CHECK(rh_msg_encode(&m, buf, sizeof buf) == 0);
+	m.u.fix_cards = (rh_msg_fix_cards){
+	        .n_moved = FIX_ROOM / 4 - 2, .n_cards = 1, .moved = mv, .cards = cd, .writes = wr};
+	CHECK(rh_msg_encode(&m, buf, sizeof buf) == RH_PROTO_MAX);
+	m.u.fix_cards.n_moved++;
+	CHECK(rh_msg_encode(&m, buf, sizeof buf) == 0);
+	m.u.fix_cards = (rh_msg_fix_cards){
+	        .n_moved = 0x40000000u, .n_cards = 0x20000000u, .n_writes = 0x20000000u};
+	CHECK(rh_msg_encode(&m, buf, sizeof buf) == 0);
+	m.u.fix_cards.n_writes = 0xffffffffu;
+	CHECK(rh_msg_encode(&m, buf, sizeof buf) == 0);
+	m = (rh_msg){.type = RH_MSG_CARDS_FIXED};
+	m.u.cards_fixed = (rh_msg_cards_fixed){.n = RH_CARDS_FIXED_MAX + 1, .ents = fx};
+	CHECK(rh_msg_encode(&m, buf, sizeof buf) == 0);
+	m.u.cards_fixed.n = 0xaaaaaabu; /* 24 n wraps a u32 to 8 */
+	CHECK(rh_msg_encode(&m, buf, sizeof buf) == 0);
+	m.u.cards_fixed.n = 0xffffffffu;
+	CHECK(rh_msg_encode(&m, buf, sizeof buf) == 0);
+	m.u.cards_fixed.n = RH_CARDS_FIXED_MAX;
+	CHECK(rh_msg_encode(&m, buf, sizeof buf) == RH_PROTO_HDR + 16 + 24 * RH_CARDS_FIXED_MAX);
 
 	/* A capacity one byte short of each message. */
 	rh_evac_src s[1] = {{1, RH_EVAC_MOVED, 0}};
 	rh_evac_dst dd[1] = {{2, 0}};
-	rh_msg ms[10] = {{.type = RH_MSG_REGIONS},   {.type = RH_MSG_ROOTS},
+	rh_msg ms[12] = {{.type = RH_MSG_REGIONS},   {.type = RH_MSG_ROOTS},
 	                 {.type = RH_MSG_MARKED},    {.type = RH_MSG_EVACUATE},
 	                 {.type = RH_MSG_EVAC_REFS}, {.type = RH_MSG_EVACUATED},
 	                 {.type = RH_MSG_MARK_REFS}, {.type = RH_MSG_MARK_ACK},
-	                 {.type = RH_MSG_FULL},      {.type = RH_MSG_FULL_DONE}};
+	                 {.type = RH_MSG_FULL},      {.type = RH_MSG_FULL_DONE},
+	                 {.type = RH_MSG_FIX_CARDS}, {.type = RH_MSG_CARDS_FIXED}};
 	fill_regions(d, 2);
 	ms[0].u.regions = (rh_msg_regions){.n = 2, .ents = d};
 	ms[1].u.roots = (rh_msg_roots){.n = 2, .offs = u};
@@ -884,7 +1339,10 @@ static void encoder_limits(void)
 	ms[7].u.mark_ack.batches = 1;
 	ms[8].u.full.phase = RH_FULL_END;
 	ms[9].u.full_done = (rh_msg_full_done){.n = 2, .ents = lv};
-	for (int i = 0; i < 10; i++) {
+	ms[10].u.fix_cards = (rh_msg_fix_cards){
+	        .n_moved = 1, .n_cards = 1, .n_writes = 1, .moved = mv, .cards = cd, .writes = wr};
+	ms[11].u.cards_fixed = (rh_msg_cards_fixed){.n = 2, .ents = fx};
+	for (int i = 0; i < 12; i++) {
 		size_t len = rh_msg_encode(&ms[i], buf, sizeof buf);
 		CHECKF(len > RH_PROTO_HDR, "%s encodes", rh_msg_type_name(ms[i].type));
 		CHECKF(rh_msg_encode(&ms[i], buf, len - 1) == 0, "%s fits in %zu bytes",
@@ -938,7 +1396,7 @@ static void versions(void)
 	REJECT(buf, len, "unknown message type", "type 255");
 }
 
-/* v1 message types still round-trip under version 2. */
+/* v1 message types still round-trip under the current version. */
 static void v1_messages(void)
 {
 	rh_msg m = {.type = RH_MSG_HELLO, .seq = 9}, r;
@@ -1014,6 +1472,31 @@ int main(void)
 	mark_ack();
 	full();
 	full_done_reject();
+
+	/* FIX_CARDS: writes only, with and without moved regions; cards only;
+	 * both; then the largest messages, four of which fill RH_PROTO_MAX. */
+	static const uint32_t fix_small[][3] = {{0, 0, 1}, {0, 0, 3}, {2, 0, 1}, {1, 1, 0},
+	                                        {2, 5, 0}, {3, 2, 2}, {1, 1, 6}};
+	for (size_t i = 0; i < sizeof fix_small / sizeof fix_small[0]; i++)
+		fix_cards_round_trip(fix_small[i][0], fix_small[i][1], fix_small[i][2]);
+	static const uint32_t fix_full[][3] = {
+	        {1, 8187, 0}, {1, 0, 2729}, {1, 5187, 1000}, {16373, 1, 0}};
+	for (size_t i = 0; i < sizeof fix_full / sizeof fix_full[0]; i++) {
+		size_t len = fix_cards_round_trip(fix_full[i][0], fix_full[i][1], fix_full[i][2]);
+		CHECKF(len == RH_PROTO_MAX, "FIX_CARDS of %u, %u, %u: %zu bytes, want %u",
+		       fix_full[i][0], fix_full[i][1], fix_full[i][2], len, RH_PROTO_MAX);
+	}
+	CHECK(fix_cards_round_trip(0, 0, 2729) == RH_PROTO_MAX - 4);
+	fix_cards_reject();
+
+	static const uint32_t fixed_flags[] = {RH_CARDS_FIXED_LAST, 0, RH_CARDS_FIXED_LAST};
+	for (size_t i = 0; i < 3; i++)
+		cards_fixed_round_trip(some[i], fixed_flags[i]);
+	/* 24 does not divide the room: the largest leaves less than an entry. */
+	size_t len = cards_fixed_round_trip(RH_CARDS_FIXED_MAX, 0);
+	CHECKF(len <= RH_PROTO_MAX && len + 24 > RH_PROTO_MAX, "CARDS_FIXED of %u: %zu bytes",
+	       RH_CARDS_FIXED_MAX, len);
+	cards_fixed_reject();
 
 	encoder_limits();
 	names();
