@@ -74,42 +74,43 @@ int rh_dgc_fail(rh_dgc *d, const char *fmt, ...)
 /* Concurrent marking: a header that parses inside the region's used part. */
 static int valid_obj(void *ctx, uintptr_t obj)
 {
-	rh_dgc *d = ctx;
-	if (obj < d->cur_start || obj >= d->cur_end)
+	mctx *w = ctx;
+	if (obj < w->cur_start || obj >= w->cur_end)
 		return 0;
-	if (d->cur_remark)
-		return rh_bit_get(d->starts, (obj - d->cur_start) >> 3);
+	if (w->cur_remark)
+		return rh_bit_get(w->d->starts, (obj - w->cur_start) >> 3);
 	uint64_t h = rh_hdr((void *)obj);
-	return !rh_hdr_is_fwd(h) && rh_object_valid(&d->types, (void *)obj, d->cur_end - obj);
+	return !rh_hdr_is_fwd(h) && rh_object_valid(&w->d->types, (void *)obj, w->cur_end - obj);
 }
 
-static void setup_marker(rh_dgc *d, uint32_t l)
+static void setup_marker(rh_dgc *d, mctx *w, uint32_t l)
 {
 	treg *t = &d->r[l];
-	rh_marker *mk = &d->mk;
+	rh_marker *mk = &w->mk;
 	rh_marker_reset(mk);
 	mk->tt = &d->types;
 	mk->heap_lo = d->part.base;
 	mk->heap_size = d->part.size;
 	mk->region_shift = d->region_shift;
-	memset(d->in_set, 0, d->part.n_regions);
-	d->in_set[l] = 1;
-	mk->in_set = d->in_set;
+	memset(w->in_set, 0, d->part.n_regions);
+	w->in_set[l] = 1;
+	mk->in_set = w->in_set;
+	/* Partition-wide, but a marker only sets bits in its own region. */
 	mk->mark_bits = d->marks;
 	mk->order_kind = d->cfg->order;
-	mk->live_bytes = d->live_tmp;
+	mk->live_bytes = w->live_tmp;
 	mk->valid = valid_obj;
-	mk->valid_ctx = d;
-	d->cur_start = rstart(d, l);
-	d->cur_end = d->cur_start + t->top;
+	mk->valid_ctx = w;
+	w->cur_start = rstart(d, l);
+	w->cur_end = w->cur_start + t->top;
 }
 
-static uint64_t live_of(rh_dgc *d, const uintptr_t *objs, size_t n)
+static uint64_t live_of(mctx *w, const uintptr_t *objs, size_t n)
 {
 	uint64_t live = 0;
 	for (size_t i = 0; i < n; i++) {
 		uintptr_t o = objs[i];
-		if (valid_obj(d, o) && rh_hdr_type(rh_hdr((void *)o)) != RH_FILLER_TYPE)
+		if (valid_obj(w, o) && rh_hdr_type(rh_hdr((void *)o)) != RH_FILLER_TYPE)
 			live += rh_hdr_bytes(rh_hdr((void *)o));
 	}
 	return live;
@@ -120,7 +121,12 @@ static bool inbox_waiting(rh_dgc *d)
 	return __atomic_load_n(&d->in_head, __ATOMIC_ACQUIRE) != NULL;
 }
 
-static void mark_region(rh_dgc *d, uint32_t l)
+/* Mark region l with marker w: the collector thread's own, or a helper's
+ * while the region is flagged `marking` (then only that helper touches the
+ * region's state, and the collector thread handles no message until every
+ * helper has handed its region back: docs/distributed-gc.md, "Tracer
+ * threads"). */
+static void mark_region(rh_dgc *d, mctx *w, uint32_t l)
 {
 	treg *t = &d->r[l];
 	rh_region_meta *m = &d->meta[l];
@@ -132,12 +138,12 @@ static void mark_region(rh_dgc *d, uint32_t l)
 	}
 	uint64_t h0 = __atomic_load_n(&m->log_head, __ATOMIC_ACQUIRE);
 	rh_dgc_reset_region(d, l);
-	memset(d->live_tmp, 0, d->part.n_regions * sizeof *d->live_tmp);
-	d->cur_remark = false;
-	setup_marker(d, l);
+	memset(w->live_tmp, 0, d->part.n_regions * sizeof *w->live_tmp);
+	w->cur_remark = false;
+	setup_marker(d, w, l);
 	for (size_t i = 0; i < t->n_roots; i++)
-		rh_marker_root(&d->mk, d->cur_start + (uintptr_t)t->roots[i] * 8);
-	while (rh_marker_drain_some(&d->mk, STEP)) {
+		rh_marker_root(&w->mk, w->cur_start + (uintptr_t)t->roots[i] * 8);
+	while (rh_marker_drain_some(&w->mk, STEP)) {
 		if (inbox_waiting(d)) {
 			/* A pause or a new table: start this region over later. */
 			rh_dgc_reset_region(d, l);
@@ -145,17 +151,17 @@ static void mark_region(rh_dgc *d, uint32_t l)
 		}
 	}
 	t->h0 = h0;
-	t->n_order = d->mk.n_order;
+	t->n_order = w->mk.n_order;
 	t->order = malloc((t->n_order ? t->n_order : 1) * sizeof *t->order);
-	t->n_deferred = d->mk.n_deferred;
+	t->n_deferred = w->mk.n_deferred;
 	t->deferred = malloc((t->n_deferred ? t->n_deferred : 1) * sizeof *t->deferred);
 	if (!t->order || !t->deferred)
 		rh_panic("tracer: out of memory saving a region's marks");
 	if (t->n_order)
-		memcpy(t->order, d->mk.order, t->n_order * sizeof *t->order);
+		memcpy(t->order, w->mk.order, t->n_order * sizeof *t->order);
 	if (t->n_deferred)
-		memcpy(t->deferred, d->mk.deferred, t->n_deferred * sizeof *t->deferred);
-	t->live = live_of(d, t->order, t->n_order);
+		memcpy(t->deferred, w->mk.deferred, t->n_deferred * sizeof *t->deferred);
+	t->live = live_of(w, t->order, t->n_order);
 	/* Marks from stale pages may overlap: an estimate, never above top.
 	 * Objects on pages not written back yet could hold anything: with
 	 * any deferred, the region is reported full, so that the CPU server
@@ -200,8 +206,8 @@ static int64_t pick_pass(rh_dgc *d, bool idle_only, uint64_t now)
 	int64_t best = -1;
 	for (uint32_t l = 0; l < d->part.n_regions; l++) {
 		treg *t = &d->r[l];
-		if (t->kind != RH_REGION_OLD || !t->top || t->busy || t->evicted_pct < 50 ||
-		    !t->have_roots)
+		if (t->marking || t->kind != RH_REGION_OLD || !t->top || t->busy ||
+		    t->evicted_pct < 50 || !t->have_roots)
 			continue;
 		if (t->state == T_MARKED) {
 			/* Marked again when its log has moved half a ring, or,
@@ -312,8 +318,9 @@ static int build_starts(rh_dgc *d, uint32_t l)
 
 static bool overlaps_logged(rh_dgc *d, uintptr_t obj)
 {
-	size_t first = (obj - d->cur_start) >> RH_PAGE_SHIFT;
-	size_t last = (obj + rh_hdr_bytes(rh_hdr((void *)obj)) - 1 - d->cur_start) >> RH_PAGE_SHIFT;
+	size_t first = (obj - d->mx.cur_start) >> RH_PAGE_SHIFT;
+	size_t last =
+	        (obj + rh_hdr_bytes(rh_hdr((void *)obj)) - 1 - d->mx.cur_start) >> RH_PAGE_SHIFT;
 	for (size_t p = first; p <= last && p < d->pages; p++)
 		if (d->logged[p])
 			return true;
@@ -325,14 +332,14 @@ static bool overlaps_logged(rh_dgc *d, uintptr_t obj)
 static int remark(rh_dgc *d, uint32_t l, bool no_remark, uint64_t *pages_rescanned)
 {
 	treg *t = &d->r[l];
-	rh_marker *mk = &d->mk;
+	rh_marker *mk = &d->mx.mk;
 	if (build_starts(d, l) < 0)
 		return -1;
 	bool was_marked = t->state == T_MARKED;
 	if (!was_marked)
 		rh_dgc_reset_region(d, l);
-	d->cur_remark = true;
-	setup_marker(d, l);
+	d->mx.cur_remark = true;
+	setup_marker(d, &d->mx, l);
 	/* Marks made from stale pages may sit inside objects: keep those at
 	 * object starts only (anything else was never an object). */
 	size_t kept = 0;
@@ -340,7 +347,7 @@ static int remark(rh_dgc *d, uint32_t l, bool no_remark, uint64_t *pages_rescann
 	for (size_t i = 0; i < t->n_order; i++) {
 		uintptr_t o = t->order[i];
 		size_t bit = (o - d->part.base) >> 3;
-		if (rh_bit_get(d->starts, (o - d->cur_start) >> 3))
+		if (rh_bit_get(d->starts, (o - d->mx.cur_start) >> 3))
 			mk->order[kept++] = o;
 		else
 			rh_bit_clear(d->marks, bit);
@@ -367,8 +374,8 @@ static int remark(rh_dgc *d, uint32_t l, bool no_remark, uint64_t *pages_rescann
 		}
 		for (size_t i = 0; i < t->n_deferred; i++) {
 			uintptr_t o = t->deferred[i];
-			if (o >= d->cur_start && o < d->cur_end &&
-			    rh_bit_get(d->starts, (o - d->cur_start) >> 3) &&
+			if (o >= d->mx.cur_start && o < d->mx.cur_end &&
+			    rh_bit_get(d->starts, (o - d->mx.cur_start) >> 3) &&
 			    rh_bit_get(d->marks, (o - d->part.base) >> 3))
 				rh_marker_rescan(mk, o);
 		}
@@ -376,8 +383,8 @@ static int remark(rh_dgc *d, uint32_t l, bool no_remark, uint64_t *pages_rescann
 	/* Target-queue bits may be stale (docs/runtime.md, R1): one that is no
 	 * longer an object start is dropped. */
 	for (size_t i = 0; i < t->n_rroots; i++) {
-		uintptr_t o = d->cur_start + (uintptr_t)t->rroots[i] * 8;
-		if (o < d->cur_end && rh_bit_get(d->starts, (o - d->cur_start) >> 3))
+		uintptr_t o = d->mx.cur_start + (uintptr_t)t->rroots[i] * 8;
+		if (o < d->mx.cur_end && rh_bit_get(d->starts, (o - d->mx.cur_start) >> 3))
 			rh_marker_root(mk, o);
 	}
 	rh_marker_drain(mk);
@@ -393,8 +400,8 @@ static int remark(rh_dgc *d, uint32_t l, bool no_remark, uint64_t *pages_rescann
 	for (size_t i = 0; i < mk->n_order; i++)
 		if (rh_hdr_type(rh_hdr((void *)mk->order[i])) != RH_FILLER_TYPE)
 			t->order[t->n_order++] = mk->order[i];
-	t->live = live_of(d, t->order, t->n_order);
-	d->cur_remark = false;
+	t->live = live_of(&d->mx, t->order, t->n_order);
+	d->mx.cur_remark = false;
 	return 0;
 }
 
@@ -672,12 +679,49 @@ static int handle(rh_dgc *d, inmsg *in)
 	}
 }
 
+/* True when no helper holds a region (called with lock held). */
+static bool helpers_idle(rh_dgc *d)
+{
+	for (uint32_t i = 0; i < d->n_hx; i++)
+		if (d->hx[i].region >= 0)
+			return false;
+	return true;
+}
+
+static void *helper_main(void *arg)
+{
+	mctx *w = arg;
+	rh_dgc *d = w->d;
+	pthread_mutex_lock(&d->lock);
+	while (!d->hx_stop) {
+		if (w->region < 0) {
+			rh_cond_wait_ms(&d->cond, &d->lock, 100);
+			continue;
+		}
+		uint32_t l = (uint32_t)w->region;
+		pthread_mutex_unlock(&d->lock);
+		mark_region(d, w, l);
+		pthread_mutex_lock(&d->lock);
+		d->r[l].marking = 0;
+		w->region = -1;
+		pthread_cond_broadcast(&d->cond);
+	}
+	pthread_mutex_unlock(&d->lock);
+	return NULL;
+}
+
 static void *dgc_main(void *arg)
 {
 	rh_dgc *d = arg;
 	pthread_mutex_lock(&d->lock);
 	while (!d->stop && !d->failed) {
 		if (d->in_head) {
+			/* Messages change region state: helpers give their regions
+			 * back first (they stop at their next look at the inbox). */
+			if (!helpers_idle(d)) {
+				rh_cond_wait_ms(&d->cond, &d->lock, 10);
+				continue;
+			}
 			inmsg *in = d->in_head;
 			d->in_head = in->next;
 			if (!d->in_head)
@@ -688,13 +732,24 @@ static void *dgc_main(void *arg)
 			pthread_mutex_lock(&d->lock);
 			continue;
 		}
-		int64_t l = d->have_types && !d->full ? pick(d) : -1;
+		bool can = d->have_types && !d->full;
+		for (uint32_t i = 0; can && i < d->n_hx; i++) {
+			if (d->hx[i].region >= 0)
+				continue;
+			int64_t hl = pick(d);
+			if (hl < 0)
+				break;
+			d->r[hl].marking = 1;
+			d->hx[i].region = hl;
+			pthread_cond_broadcast(&d->cond);
+		}
+		int64_t l = can ? pick(d) : -1;
 		if (l < 0) {
 			rh_cond_wait_ms(&d->cond, &d->lock, 100);
 			continue;
 		}
 		pthread_mutex_unlock(&d->lock);
-		mark_region(d, (uint32_t)l);
+		mark_region(d, &d->mx, (uint32_t)l);
 		pthread_mutex_lock(&d->lock);
 	}
 	pthread_mutex_unlock(&d->lock);
@@ -718,8 +773,18 @@ int rh_dgc_open(rh_dgc **out, const rh_config *cfg, const rh_partition *part, rh
 	d->r = calloc(part->n_regions, sizeof *d->r);
 	d->marks = calloc(part->size / 64 / 8 + 1, 8);
 	d->starts = calloc(cfg->region_size / 64 / 8 + 1, 8);
-	d->in_set = calloc(part->n_regions, 1);
-	d->live_tmp = calloc(part->n_regions, sizeof *d->live_tmp);
+	d->n_hx = cfg->tracer_threads > 1 ? (uint32_t)cfg->tracer_threads - 1 : 0;
+	d->hx = calloc(d->n_hx ? d->n_hx : 1, sizeof *d->hx);
+	bool ok = d->hx != NULL;
+	for (uint32_t i = 0; ok && i <= d->n_hx; i++) {
+		mctx *w = i ? &d->hx[i - 1] : &d->mx;
+		w->d = d;
+		w->region = -1;
+		w->in_set = calloc(part->n_regions, 1);
+		w->live_tmp = calloc(part->n_regions, sizeof *w->live_tmp);
+		rh_marker_init(&w->mk);
+		ok = w->in_set && w->live_tmp;
+	}
 	d->logged = calloc(d->pages, 1);
 	d->n_parts = (uint32_t)cfg->n_servers;
 	d->parts = calloc(d->n_parts, sizeof *d->parts);
@@ -728,12 +793,11 @@ int rh_dgc_open(rh_dgc **out, const rh_config *cfg, const rh_partition *part, rh
 	d->cap_out = calloc(d->n_parts, sizeof *d->cap_out);
 	for (uint32_t p = 0; d->parts && p < d->n_parts; p++)
 		rh_partition_of(cfg, p, &d->parts[p]);
-	rh_marker_init(&d->mk);
 	rh_typetab_init(&d->types);
 	pthread_mutex_init(&d->lock, NULL);
 	pthread_cond_init(&d->cond, NULL);
-	if (!d->r || !d->marks || !d->starts || !d->in_set || !d->live_tmp || !d->logged ||
-	    !d->parts || !d->out || !d->n_out || !d->cap_out) {
+	if (!ok || !d->r || !d->marks || !d->starts || !d->logged || !d->parts || !d->out ||
+	    !d->n_out || !d->cap_out) {
 		rh_dgc_close(d);
 		return rh_err_set(err, RH_ENOMEM, "tracer: out of memory for marking state");
 	}
@@ -742,6 +806,14 @@ int rh_dgc_open(rh_dgc **out, const rh_config *cfg, const rh_partition *part, rh
 		return rh_err_set(err, RH_ENOMEM, "tracer: cannot start the marking thread");
 	}
 	d->started = true;
+	for (uint32_t i = 0; i < d->n_hx; i++) {
+		if (pthread_create(&d->hx[i].thr, NULL, helper_main, &d->hx[i]) != 0) {
+			rh_dgc_close(d);
+			return rh_err_set(err, RH_ENOMEM, "tracer: cannot start marking thread %u",
+			                  i + 2);
+		}
+		d->hx[i].started = true;
+	}
 	*out = d;
 	return RH_OK;
 }
@@ -756,6 +828,15 @@ void rh_dgc_close(rh_dgc *d)
 	pthread_mutex_unlock(&d->lock);
 	if (d->started)
 		pthread_join(d->thr, NULL);
+	/* Helpers stop only now: the collector thread may have been waiting
+	 * for them to hand their regions back. */
+	pthread_mutex_lock(&d->lock);
+	d->hx_stop = true;
+	pthread_cond_broadcast(&d->cond);
+	pthread_mutex_unlock(&d->lock);
+	for (uint32_t i = 0; d->hx && i < d->n_hx; i++)
+		if (d->hx[i].started)
+			pthread_join(d->hx[i].thr, NULL);
 	while (d->in_head) {
 		inmsg *n = d->in_head->next;
 		free(d->in_head);
@@ -767,7 +848,15 @@ void rh_dgc_close(rh_dgc *d)
 		free(d->r[l].roots);
 		free(d->r[l].rroots);
 	}
-	rh_marker_free(&d->mk);
+	for (uint32_t i = 0; i <= d->n_hx; i++) {
+		mctx *w = i ? (d->hx ? &d->hx[i - 1] : NULL) : &d->mx;
+		if (!w)
+			break;
+		rh_marker_free(&w->mk);
+		free(w->in_set);
+		free(w->live_tmp);
+	}
+	free(d->hx);
 	rh_typetab_free(&d->types);
 	for (uint32_t p = 0; d->out && p < d->n_parts; p++)
 		free(d->out[p]);
@@ -778,8 +867,6 @@ void rh_dgc_close(rh_dgc *d)
 	free(d->r);
 	free(d->marks);
 	free(d->starts);
-	free(d->in_set);
-	free(d->live_tmp);
 	free(d->logged);
 	pthread_mutex_destroy(&d->lock);
 	pthread_cond_destroy(&d->cond);

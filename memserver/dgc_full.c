@@ -70,20 +70,20 @@ int rh_dgc_full_begin(rh_dgc *d, const rh_msg_full *m)
 		d->r[l].n_roots = d->r[l].n_rroots = 0;
 		d->r[l].have_roots = 0;
 	}
-	rh_marker *mk = &d->mk;
+	rh_marker *mk = &d->mx.mk;
 	rh_marker_reset(mk);
 	mk->tt = &d->types;
 	mk->heap_lo = d->part.base;
 	mk->heap_size = d->part.size;
 	mk->region_shift = d->region_shift;
 	for (uint32_t l = 0; l < d->part.n_regions; l++)
-		d->in_set[l] = d->r[l].kind == RH_REGION_OLD || d->r[l].kind == RH_REGION_EDEN ||
-		               d->r[l].kind == RH_REGION_HUMONGOUS;
-	mk->in_set = d->in_set;
+		d->mx.in_set[l] = d->r[l].kind == RH_REGION_OLD || d->r[l].kind == RH_REGION_EDEN ||
+		                  d->r[l].kind == RH_REGION_HUMONGOUS;
+	mk->in_set = d->mx.in_set;
 	mk->mark_bits = d->marks;
 	mk->order_kind = RH_ORDER_DFS;
-	memset(d->live_tmp, 0, d->part.n_regions * sizeof *d->live_tmp);
-	mk->live_bytes = d->live_tmp;
+	memset(d->mx.live_tmp, 0, d->part.n_regions * sizeof *d->mx.live_tmp);
+	mk->live_bytes = d->mx.live_tmp;
 	mk->valid = valid_full;
 	mk->valid_ctx = d;
 	mk->outside = out_ref;
@@ -107,11 +107,11 @@ int rh_dgc_full_refs(rh_dgc *d, const rh_msg_mark_refs *m)
 		if (!valid_full(d, a))
 			return rh_dgc_fail(d, "MARK_REFS: %#lx is not an object in partition %u",
 			                   (unsigned long)a, d->part.index);
-		rh_marker_root(&d->mk, a);
+		rh_marker_root(&d->mx.mk, a);
 	}
-	rh_marker_drain(&d->mk);
-	if (d->mk.n_deferred) {
-		uintptr_t o = d->mk.deferred[0];
+	rh_marker_drain(&d->mx.mk);
+	if (d->mx.mk.n_deferred) {
+		uintptr_t o = d->mx.mk.deferred[0];
 		const treg *t = &d->r[(o - d->part.base) >> d->region_shift];
 		return rh_dgc_fail(
 		        d,
@@ -236,7 +236,7 @@ int rh_dgc_full_end(rh_dgc *d)
 	/* Every layout changed (fillers): the next REGIONS brings new idents. */
 	for (uint32_t l = 0; l < d->part.n_regions; l++)
 		rh_dgc_reset_region(d, l);
-	d->mk.outside = NULL;
+	d->mx.mk.outside = NULL;
 	d->full = false;
 	free(ents);
 	free(c.pairs);

@@ -23,6 +23,7 @@ typedef struct treg {
 	uint16_t survivals;
 	uint8_t state, busy, seen, moved;
 	uint8_t evacuated;        /* moved out in a CSSC; forwarding headers stay until FREE */
+	uint8_t marking;          /* a helper thread is marking it (set and cleared under lock) */
 	uint8_t have_roots;       /* the epoch roots for this (ident, top) arrived */
 	uint64_t h0;              /* log head when marking began */
 	uint64_t marked_ns;       /* when the marking ended */
@@ -44,6 +45,21 @@ typedef struct {
 	uint64_t top;
 } dcur;
 
+/* One marker: the collector thread's own (remark, evacuation, full
+ * marking, and MSCT) or a helper thread's (MSCT only). A helper owns the
+ * region it was given (treg.marking) until it hands it back under `lock`. */
+typedef struct mctx {
+	rh_dgc *d;
+	rh_marker mk;
+	uint8_t *in_set;
+	uint64_t *live_tmp;
+	uintptr_t cur_start, cur_end; /* the region being marked */
+	bool cur_remark;
+	int64_t region; /* helper: the region given to it, or -1 */
+	pthread_t thr;
+	bool started;
+} mctx;
+
 struct rh_dgc {
 	const rh_config *cfg;
 	rh_partition part;
@@ -53,14 +69,13 @@ struct rh_dgc {
 	treg *r;
 	uint64_t *marks;  /* partition-wide, one bit per word */
 	uint64_t *starts; /* one region, one bit per word */
-	uint8_t *in_set;
-	uint64_t *live_tmp;
-	uint8_t *logged; /* one region, per page */
-	rh_marker mk;
+	uint8_t *logged;  /* one region, per page */
 	rh_type_table types;
 	bool have_types;
-	uintptr_t cur_start, cur_end; /* the region being marked */
-	bool cur_remark;
+	mctx mx;  /* the collector thread's own marker */
+	mctx *hx; /* helper markers (gc.tracer_threads - 1) for MSCT */
+	uint32_t n_hx;
+	bool hx_stop;
 
 	rh_dgc_send_fn send;
 	void *send_ctx;

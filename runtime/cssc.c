@@ -347,6 +347,63 @@ static bool taken_by_tracer(const uint64_t *taken, size_t n, uint64_t a)
 	return lo < n && taken[lo] == a;
 }
 
+/* Order one tracer's sources so that regions linked by references are
+ * copied one after the other: destinations fill in source order, so linked
+ * objects then share a destination region (and its pages). Greedy: after
+ * each region, the remaining one with the most cards linking the two. */
+static void colocate(rh_heap *h, uint32_t *src, uint32_t n)
+{
+	if (n < 3 || n > 256)
+		return;
+	uint32_t *w = calloc((size_t)n * n, sizeof *w);
+	int32_t *pos = malloc(h->n_regions * sizeof *pos);
+	if (!w || !pos) {
+		free(w);
+		free(pos);
+		return;
+	}
+	for (uint32_t i = 0; i < h->n_regions; i++)
+		pos[i] = -1;
+	for (uint32_t j = 0; j < n; j++)
+		pos[src[j]] = (int32_t)j;
+	for (uint32_t j = 0; j < n; j++) {
+		const rh_remset *rs = &h->regions[src[j]].remset;
+		for (size_t k = 0; k < rs->cap; k++) {
+			if (!rs->cards[k])
+				continue;
+			int32_t a = pos[rh_card_region(h, rs->cards[k] - 1)];
+			if (a >= 0 && (uint32_t)a != j) {
+				w[(size_t)a * n + j]++;
+				w[(size_t)j * n + (uint32_t)a]++;
+			}
+		}
+	}
+	uint32_t *out = malloc(n * sizeof *out);
+	uint8_t *used = calloc(n, 1);
+	if (out && used) {
+		uint32_t cur = 0;
+		used[0] = 1;
+		out[0] = src[0];
+		for (uint32_t m = 1; m < n; m++) {
+			uint32_t best = UINT32_MAX, bw = 0;
+			for (uint32_t j = 0; j < n; j++)
+				if (!used[j] &&
+				    (best == UINT32_MAX || w[(size_t)cur * n + j] > bw)) {
+					best = j;
+					bw = w[(size_t)cur * n + j];
+				}
+			used[best] = 1;
+			out[m] = src[best];
+			cur = best;
+		}
+		memcpy(src, out, n * sizeof *src);
+	}
+	free(out);
+	free(used);
+	free(w);
+	free(pos);
+}
+
 /* ---------------------------------------------------------------- shipping */
 
 static void send_or_fail(rh_heap *h, size_t host, rh_msg *m)
@@ -574,6 +631,7 @@ static void run(rh_heap *h)
 		}
 		if (!n_src[k])
 			continue;
+		colocate(h, src[k], n_src[k]);
 		/* Room for what the marking found live plus what the remark
 		 * may add, and the tails copying leaves unused. */
 		uint64_t want = (live + live / 4) / h->region_size + 2;

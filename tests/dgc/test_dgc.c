@@ -1354,12 +1354,16 @@ static NOINLINE void test_pins(cluster *c)
  * every pause here runs the verifier over the paged forest, and with the
  * default the measured cost per copied byte (faults included) shrinks eden
  * to one region, so the run would be all pauses. */
+static int tracer_threads = 1;
+
 static int start(cluster *c, double cache, unsigned timeout_ms, int offload, int remark, int verify)
 {
 	char gc[256];
-	snprintf(gc, sizeof gc, "\"verify\": %s, \"offload\": %s, \"pause_budget_ms\": %d%s",
+	snprintf(gc, sizeof gc,
+	         "\"verify\": %s, \"offload\": %s, \"pause_budget_ms\": %d, "
+	         "\"tracer_threads\": %d%s",
 	         verify ? "true" : "false", offload ? "true" : "false", PAUSE_BUDGET_MS,
-	         remark ? "" : ", \"remark\": false");
+	         tracer_threads, remark ? "" : ", \"remark\": false");
 	if (cluster_start(c, tracerd, provider, 2, 256, cache, timeout_ms, gc) < 0) {
 		perror("cluster");
 		return -1;
@@ -1372,7 +1376,9 @@ int main(int argc, char **argv)
 	if (argc < 4) {
 		fprintf(stderr,
 		        "usage: %s TRACERD PROVIDER MODE [mutations [live MiB]]\n"
-		        "modes: torture torture-offload-off remark-off pins kill-msct kill-cssc\n"
+		        "modes: torture torture-offload-off torture-threads remark-off pins "
+		        "kill-msct\n"
+		        "       kill-cssc\n"
 		        "       torture-concentrated (remark-off's workload with the remark on)\n",
 		        argv[0]);
 		return 2;
@@ -1395,8 +1401,13 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	cluster c;
-	if (!strcmp(mode, "torture") || !strcmp(mode, "torture-offload-off")) {
-		int offload = !strcmp(mode, "torture");
+	if (!strcmp(mode, "torture") || !strcmp(mode, "torture-offload-off") ||
+	    !strcmp(mode, "torture-threads")) {
+		int offload = strcmp(mode, "torture-offload-off") != 0;
+		/* Three marking threads per tracer: helpers mark regions side by
+		 * side while the collector thread keeps the protocol. */
+		if (!strcmp(mode, "torture-threads"))
+			tracer_threads = 3;
 		if (start(&c, 0.10, 3000, offload, 1, 1) < 0)
 			return 2;
 		torture(&c, offload);
