@@ -107,9 +107,10 @@ static inline int cluster_start(cluster *c, const char *tracerd, const char *pro
 		}
 		c->pid[i] = p;
 	}
+	/* Up to 30 s: a loaded CI machine can take seconds to start them. */
 	for (int i = 0; i < n; i++) {
 		int port = -1;
-		for (int t = 0; t < 500 && (port = cluster_read_port(c, i)) <= 0; t++)
+		for (int t = 0; t < 3000 && (port = cluster_read_port(c, i)) <= 0; t++)
 			usleep(10000);
 		if (port <= 0)
 			return -1;
