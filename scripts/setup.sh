@@ -12,6 +12,7 @@ PKGS=(
   libibverbs-dev librdmacm-dev rdma-core ibverbs-providers  # the verbs provider
   libgc-dev           # bdwgc: comparison benchmarks only, never linked into librheap
   libclang-rt-14-dev  # sanitizer and libFuzzer runtimes for clang builds
+  iproute2            # ip netns / veth: the multi-host fault tests (tests/netns)
 )
 missing=()
 for p in "${PKGS[@]}"; do
