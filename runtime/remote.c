@@ -543,7 +543,7 @@ static int wait_free_ok(rh_remote *r, size_t i, uint32_t seq, rh_error *err)
 	pthread_mutex_lock(&r->lock);
 	while ((int32_t)(r->free_acked[i] - seq) < 0) {
 		if (atomic_load(&r->lost) || rh_now_ns() >= deadline) {
-			rc = rh_err_set(err, RH_ETIMEDOUT, "%s: no FREE_OK within %u ms",
+			rc = rh_err_set(err, RH_ETIMEDOUT, "%s lost: no FREE_OK within %u ms",
 			                r->hosts[i].name, r->cfg->timeout_ms);
 			break;
 		}
