@@ -117,3 +117,21 @@ uint64_t rh_host_resident(const rh_host *h)
 		return 0;
 	return (uint64_t)st.st_blocks * 512;
 }
+
+uint64_t rh_host_regions_used(const rh_host *h)
+{
+	if (h->data_fd < 0)
+		return 0;
+	uint64_t n = 0, size = h->part.size;
+	off_t off = 0;
+	/* Hop from data to data: holes (never written or punched regions)
+	 * cost one call each, however large. */
+	while ((uint64_t)off < size) {
+		off_t d = lseek(h->data_fd, off, SEEK_DATA);
+		if (d < 0)
+			break;
+		n++;
+		off = (off_t)(((uint64_t)d / h->region_size + 1) * h->region_size);
+	}
+	return n;
+}

@@ -29,5 +29,7 @@ void rh_host_close(rh_host *h);
 int rh_host_free_region(rh_host *h, uint32_t region, rh_error *err);
 /* Bytes of the data memfd actually backed by memory. */
 uint64_t rh_host_resident(const rh_host *h);
+/* Regions of the partition with at least one page backed. */
+uint64_t rh_host_regions_used(const rh_host *h);
 
 #endif

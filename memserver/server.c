@@ -1,10 +1,13 @@
+#include <ctype.h>
 #include <jansson.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/common.h"
@@ -13,11 +16,13 @@
 #include "memserver/server.h"
 #include "transport/transport.h"
 
-static volatile sig_atomic_t stop_requested;
+/* Set from a signal handler and read by every thread: a lock-free atomic
+ * is both async-signal-safe and race-free. */
+static atomic_int stop_requested;
 
 void rh_server_request_stop(void)
 {
-	stop_requested = 1;
+	atomic_store(&stop_requested, 1);
 }
 
 typedef struct server {
@@ -28,8 +33,21 @@ typedef struct server {
 	rh_tp_conn *conn;
 	rh_server_status st;
 	pthread_mutex_t st_lock;
-	pthread_t refuser;
-	atomic_int refuser_stop;
+	/* Handshakes run on a fixed pool of threads: at most that many
+	 * unauthenticated connections are held at once, each for at most the
+	 * transport's timeout, so silent clients cannot exhaust descriptors
+	 * or threads, and each one ahead of the CPU server costs it at most a
+	 * deadline divided among the slots. */
+	pthread_t hs[RH_SERVER_MAX_HANDSHAKES];
+	int n_hs;
+	atomic_int hs_stop;
+	pthread_mutex_t conn_lock;
+	pthread_cond_t conn_cond;
+	bool claimed; /* a CPU server was accepted: later ones are refused as busy */
+	atomic_uint_fast64_t refused;
+	/* Refusal logging is rate-limited: a flood must not flood the log. */
+	uint64_t log_window_ns;
+	unsigned log_in_window, log_suppressed;
 	rh_type_table types;
 	uint8_t *types_buf;
 	uint32_t types_total, types_have;
@@ -39,8 +57,18 @@ typedef struct server {
 	uint8_t sbuf[RH_PROTO_MAX];
 	rh_dgc *dgc;
 	uint64_t next_status_ns;
+	uint64_t next_limit_ns;
 	uint16_t port; /* where it listens (resolved if port 0 was asked) */
 } server;
+
+/* Peer-supplied text goes into log lines and the status file: control
+ * characters would let a peer forge or split lines. */
+static void sanitize(char *t)
+{
+	for (; *t; t++)
+		if (!isprint((unsigned char)*t))
+			*t = '?';
+}
 
 static void write_status(server *s)
 {
@@ -53,16 +81,24 @@ static void write_status(server *s)
 	if (s->dgc)
 		rh_dgc_stats_get(s->dgc, &ds);
 	st.bytes_traced = ds.bytes_traced;
-	json_t *j = json_pack(
-	        "{s:s, s:i, s:i, s:s, s:I, s:I, s:I, s:I, s:I, s:I}", "state", st.state, "pid",
-	        (int)getpid(), "port", (int)s->port, "peer", st.peer, "index",
-	        (json_int_t)s->o->index, "regions_hosted", (json_int_t)st.regions_hosted,
-	        "bytes_held", (json_int_t)rh_host_resident(&s->host), "bytes_traced",
-	        (json_int_t)st.bytes_traced, "last_heartbeat_ms_ago",
-	        (json_int_t)(st.last_heartbeat_ns ? (rh_now_ns() - st.last_heartbeat_ns) / 1000000
-	                                          : 0),
-	        "regions_freed", (json_int_t)st.regions_freed);
+	uint64_t used = rh_host_regions_used(&s->host);
+	json_t *j = json_pack("{s:s, s:i, s:i, s:s, s:I, s:I, s:I, s:I, s:I, s:I}", "state",
+	                      st.state, "pid", (int)getpid(), "port", (int)s->port, "peer", st.peer,
+	                      "index", (json_int_t)s->o->index, "regions_hosted", (json_int_t)used,
+	                      "bytes_held", (json_int_t)rh_host_resident(&s->host), "bytes_traced",
+	                      (json_int_t)st.bytes_traced, "last_heartbeat_ms_ago",
+	                      (json_int_t)(st.last_heartbeat_ns
+	                                           ? (rh_now_ns() - st.last_heartbeat_ns) / 1000000
+	                                           : 0),
+	                      "regions_freed", (json_int_t)st.regions_freed);
 	if (j) {
+		json_object_set_new(j, "regions_total",
+		                    json_integer((json_int_t)s->host.part.n_regions));
+		json_object_set_new(j, "memory_limit",
+		                    json_integer((json_int_t)s->o->memory_limit));
+		json_object_set_new(j, "connections_refused",
+		                    json_integer((json_int_t)atomic_load(&s->refused)));
+		json_object_set_new(j, "max_handshakes", json_integer(s->n_hs));
 		json_object_set_new(j, "mark_ns", json_integer((json_int_t)ds.mark_ns));
 		json_object_set_new(j, "regions_marked",
 		                    json_integer((json_int_t)ds.regions_marked));
@@ -121,25 +157,118 @@ static void send_error(server *s, rh_tp_conn *c, int code, const char *text)
 	pthread_mutex_unlock(&s->send_lock);
 }
 
-/* Refuse every further CPU server while one is served. */
-static void *refuser_main(void *arg)
+/* Close a connection that authenticated while a CPU server is served,
+ * telling it why. Not under send_lock: this is another connection, and its
+ * send must not hold up the served one. */
+static void refuse_busy(server *s, rh_tp_conn *c)
+{
+	rh_msg m = {.type = RH_MSG_ERROR};
+	m.u.error.code = RH_EBUSY;
+	pthread_mutex_lock(&s->st_lock);
+	snprintf(m.u.error.text, sizeof m.u.error.text,
+	         "tracer %u is busy serving another CPU server (%s)", s->o->index, s->st.peer);
+	pthread_mutex_unlock(&s->st_lock);
+	atomic_fetch_add(&s->refused, 1);
+	rh_log(RH_LOG_WARN, "tracerd", "refused a second CPU server: busy");
+	uint8_t buf[512];
+	size_t n = rh_msg_encode(&m, buf, sizeof buf);
+	if (n)
+		rh_tp_send(c, buf, n, 500, NULL);
+	rh_tp_close(c);
+}
+
+static void log_refusal(server *s, const char *why)
+{
+	atomic_fetch_add(&s->refused, 1);
+	char text[sizeof((rh_error *)0)->msg];
+	snprintf(text, sizeof text, "%s", why);
+	sanitize(text);
+	uint64_t now = rh_now_ns();
+	unsigned suppressed = 0;
+	bool log = false;
+	pthread_mutex_lock(&s->conn_lock);
+	if (now - s->log_window_ns >= 1000000000ull) {
+		suppressed = s->log_suppressed;
+		s->log_window_ns = now;
+		s->log_in_window = 0;
+		s->log_suppressed = 0;
+	}
+	if (s->log_in_window < 20) {
+		s->log_in_window++;
+		log = true;
+	} else {
+		s->log_suppressed++;
+	}
+	pthread_mutex_unlock(&s->conn_lock);
+	if (suppressed)
+		rh_log(RH_LOG_WARN, "tracerd",
+		       "refused %u more connections (not logged one by one)", suppressed);
+	if (log)
+		rh_log(RH_LOG_WARN, "tracerd", "refused a connection: %s", text);
+}
+
+static void *handshaker_main(void *arg)
 {
 	server *s = arg;
-	while (!atomic_load(&s->refuser_stop)) {
+	uint32_t timeout = s->o->cfg->timeout_ms;
+	/* Short waits so that a stop is seen; shorter than the handshake
+	 * deadline, so a wait that ends in a timeout before it was no
+	 * handshake (the providers report both as RH_ETIMEDOUT). */
+	int wait = timeout > 400 ? 200 : (int)(timeout / 2 ? timeout / 2 : 1);
+	while (!atomic_load(&s->hs_stop) && !atomic_load(&stop_requested)) {
 		rh_tp_conn *c;
 		rh_error e;
-		if (rh_tp_accept(s->listener, 200, &c, &e) != RH_OK)
+		uint64_t t0 = rh_now_ns();
+		int rc = rh_tp_accept(s->listener, wait, &c, &e);
+		if (rc != RH_OK) {
+			uint64_t took = rh_now_ns() - t0;
+			if (rc != RH_ETIMEDOUT || took >= (uint64_t)timeout * 1000000ull)
+				log_refusal(s, e.msg);
 			continue;
-		char text[160];
-		pthread_mutex_lock(&s->st_lock);
-		snprintf(text, sizeof text, "tracer %u is busy serving another CPU server (%s)",
-		         s->o->index, s->st.peer);
-		pthread_mutex_unlock(&s->st_lock);
-		rh_log(RH_LOG_WARN, "tracerd", "refused a second CPU server: busy");
-		send_error(s, c, RH_EBUSY, text);
-		rh_tp_close(c);
+		}
+		pthread_mutex_lock(&s->conn_lock);
+		bool mine = !s->claimed;
+		if (mine) {
+			s->claimed = true;
+			s->conn = c;
+			pthread_cond_broadcast(&s->conn_cond);
+		}
+		pthread_mutex_unlock(&s->conn_lock);
+		if (!mine)
+			refuse_busy(s, c);
 	}
 	return NULL;
+}
+
+static void handshakers_stop(server *s)
+{
+	atomic_store(&s->hs_stop, 1);
+	for (int i = 0; i < s->n_hs; i++)
+		pthread_join(s->hs[i], NULL);
+	s->n_hs = 0;
+}
+
+/* The memory backing the partition is capped by --memory-limit: past it
+ * the tracer cannot promise to back the pages the CPU server writes, so it
+ * refuses to go on, saying why, before the kernel answers with SIGBUS or
+ * the OOM killer. The check is periodic: the overshoot is bounded by what
+ * the CPU server writes between two checks. */
+static int check_memory(server *s, rh_tp_conn *c, uint64_t now, rh_error *err)
+{
+	uint64_t limit = s->o->memory_limit;
+	if (!limit || now < s->next_limit_ns)
+		return RH_OK;
+	s->next_limit_ns = now + 20000000ull;
+	uint64_t held = rh_host_resident(&s->host);
+	if (held <= limit)
+		return RH_OK;
+	char why[200];
+	snprintf(why, sizeof why,
+	         "tracer %u: memory limit reached: %llu MiB held, --memory-limit %llu MiB; "
+	         "it cannot back more pages",
+	         s->o->index, (unsigned long long)(held >> 20), (unsigned long long)(limit >> 20));
+	send_error(s, c, RH_ENOMEM, why);
+	return rh_err_set(err, RH_ENOMEM, "%s", why);
 }
 
 static int check_hello(server *s, const rh_msg_hello *h, char *why, size_t n)
@@ -237,7 +366,6 @@ static int serve(server *s, rh_error *err)
 	if ((rc = send_msg(s, c, &ok, err)) != RH_OK)
 		return rc;
 	pthread_mutex_lock(&s->st_lock);
-	s->st.regions_hosted = h->part.n_regions;
 	s->st.last_heartbeat_ns = rh_now_ns();
 	pthread_mutex_unlock(&s->st_lock);
 	if ((rc = rh_dgc_open(&s->dgc, cfg, &h->part, h->meta, dgc_send, s, err)) != RH_OK)
@@ -247,7 +375,7 @@ static int serve(server *s, rh_error *err)
 	       (unsigned long long)h->part.base, (unsigned long long)(h->part.size >> 20));
 
 	for (;;) {
-		if (stop_requested)
+		if (atomic_load(&stop_requested))
 			return rh_err_set(err, RH_OK, "tracer: stopped by signal");
 		/* Short waits so that signals and the status file are served;
 		 * silence is judged against the last message received. */
@@ -259,6 +387,9 @@ static int serve(server *s, rh_error *err)
 		}
 		if (rh_dgc_status(s->dgc, err) != RH_OK)
 			return RH_EPEER; /* the ERROR went out already */
+		int mrc = check_memory(s, c, now, err);
+		if (mrc != RH_OK)
+			return mrc;
 		if (rc == RH_ETIMEDOUT) {
 			pthread_mutex_lock(&s->st_lock);
 			uint64_t last = s->st.last_heartbeat_ns;
@@ -354,11 +485,23 @@ int rh_server_run(const rh_server_opts *o, rh_error *err)
 	s->o = o;
 	pthread_mutex_init(&s->st_lock, NULL);
 	pthread_mutex_init(&s->send_lock, NULL);
+	pthread_mutex_init(&s->conn_lock, NULL);
+	pthread_cond_init(&s->conn_cond, NULL);
 	rh_typetab_init(&s->types);
 	const rh_config *cfg = o->cfg;
 	int rc = rh_host_open(&s->host, cfg, o->index, err);
 	if (rc != RH_OK)
 		goto out;
+	if (o->memory_limit && s->host.pinned && o->memory_limit < s->host.part.size) {
+		/* The memory region pins the whole partition at registration. */
+		rc = rh_err_set(
+		        err, RH_ECONFIG,
+		        "tracer: --memory-limit %llu MiB is below the partition's %llu MiB, "
+		        "which verbs pins as a whole",
+		        (unsigned long long)(o->memory_limit >> 20),
+		        (unsigned long long)(s->host.part.size >> 20));
+		goto out;
+	}
 	s->topts = (rh_tp_opts){.provider = cfg->provider,
 	                        .secret = cfg->secret,
 	                        .secret_len = cfg->secret_len,
@@ -368,42 +511,73 @@ int rh_server_run(const rh_server_opts *o, rh_error *err)
 	if ((rc = rh_tp_listen(&s->topts, host, port, &s->listener, err)) != RH_OK)
 		goto out;
 	s->port = rh_tp_listener_port(s->listener);
-	rh_log(RH_LOG_INFO, "tracerd", "partition %u listening on %s:%u (%s)", o->index, host,
-	       s->port, cfg->provider);
+	/* rdma_cm delivers connection requests on one event channel, which
+	 * one thread at a time may read. */
+	s->n_hs = o->max_handshakes > 0 ? o->max_handshakes : RH_SERVER_DEFAULT_HANDSHAKES;
+	if (s->n_hs > RH_SERVER_MAX_HANDSHAKES)
+		s->n_hs = RH_SERVER_MAX_HANDSHAKES;
+	if (!strcmp(cfg->provider, "verbs"))
+		s->n_hs = 1;
+	rh_log(RH_LOG_INFO, "tracerd",
+	       "partition %u listening on %s:%u (%s, at most %d handshakes at once)", o->index,
+	       host, s->port, cfg->provider, s->n_hs);
 	set_state(s, "waiting", "");
+	for (int i = 0; i < s->n_hs; i++)
+		if (pthread_create(&s->hs[i], NULL, handshaker_main, s) != 0) {
+			int n = i;
+			s->n_hs = n;
+			handshakers_stop(s);
+			rc = rh_err_set(err, RH_ENOMEM, "tracer: cannot start handshake threads");
+			goto out;
+		}
 	uint64_t deadline = o->accept_timeout_ms < 0
 	                            ? UINT64_MAX
 	                            : rh_now_ns() + (uint64_t)o->accept_timeout_ms * 1000000ull;
-	for (;;) {
-		if (stop_requested) {
-			rc = RH_OK;
-			goto out;
-		}
-		if (rh_now_ns() > deadline) {
-			rc = rh_err_set(err, RH_ETIMEDOUT,
-			                "tracer: no CPU server connected in %d ms",
-			                o->accept_timeout_ms);
-			goto out;
-		}
-		rh_error e;
-		rc = rh_tp_accept(s->listener, 200, &s->conn, &e);
-		if (rc == RH_OK)
+	pthread_mutex_lock(&s->conn_lock);
+	while (!s->conn) {
+		if (atomic_load(&stop_requested) || rh_now_ns() > deadline)
 			break;
-		if (rc != RH_ETIMEDOUT)
-			rh_log(RH_LOG_WARN, "tracerd", "refused a connection: %s", e.msg);
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 200000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&s->conn_cond, &s->conn_lock, &ts);
+		pthread_mutex_unlock(&s->conn_lock);
+		uint64_t now = rh_now_ns();
+		if (now >= s->next_status_ns) {
+			write_status(s);
+			s->next_status_ns = now + 1000000000ull;
+		}
+		pthread_mutex_lock(&s->conn_lock);
+	}
+	/* From here on a newly authenticated connection is refused as busy,
+	 * even when this one is not served after all. */
+	s->claimed = true;
+	pthread_mutex_unlock(&s->conn_lock);
+	if (!s->conn) {
+		handshakers_stop(s);
+		rc = atomic_load(&stop_requested)
+		             ? RH_OK
+		             : rh_err_set(err, RH_ETIMEDOUT,
+		                          "tracer: no CPU server connected in %d ms",
+		                          o->accept_timeout_ms);
+		goto out;
 	}
 	set_state(s, "serving", "cpu-server");
-	pthread_create(&s->refuser, NULL, refuser_main, s);
 	rc = serve(s, err);
 	rh_dgc_close(s->dgc);
 	s->dgc = NULL;
-	atomic_store(&s->refuser_stop, 1);
-	pthread_join(s->refuser, NULL);
+	handshakers_stop(s);
 	if (rc == RH_OK)
 		rh_log(RH_LOG_INFO, "tracerd", "CPU server left; releasing the partition");
-	else
+	else {
+		sanitize(err->msg);
 		rh_log(RH_LOG_ERROR, "tracerd", "CPU server lost: %s; releasing the partition",
 		       err->msg);
+	}
 out:
 	set_state(s, "exiting", NULL);
 	if (s->conn)
@@ -417,6 +591,8 @@ out:
 		unlink(o->status_path);
 	pthread_mutex_destroy(&s->st_lock);
 	pthread_mutex_destroy(&s->send_lock);
+	pthread_mutex_destroy(&s->conn_lock);
+	pthread_cond_destroy(&s->conn_cond);
 	free(s);
 	return rc;
 }

@@ -1,7 +1,10 @@
 /* The tracer's control server: accepts one CPU server, checks that it
  * describes the same heap, hosts its partition, and serves control messages
  * until the CPU server says BYE or is lost. Any further CPU server is
- * refused with an ERROR naming the one being served. */
+ * refused with an ERROR naming the one being served. Handshakes run on a
+ * bounded pool of threads (max_handshakes), each bounded by the config's
+ * transport timeout; a memory limit makes the tracer refuse, with an ERROR
+ * the CPU server reports, once it holds more than that. */
 #ifndef RH_MEMSERVER_SERVER_H
 #define RH_MEMSERVER_SERVER_H
 
@@ -18,12 +21,16 @@ typedef struct rh_server_opts {
 	uint16_t listen_port;    /* 0 with listen_host NULL: the config's port */
 	const char *status_path; /* JSON status file, rewritten each second; NULL = none */
 	int accept_timeout_ms;   /* how long to wait for the CPU server (-1 forever) */
+	uint64_t memory_limit;   /* bytes of backing memory the tracer may hold; 0 = none */
+	int max_handshakes;      /* connections authenticated at once; 0 = the default */
 } rh_server_opts;
+
+#define RH_SERVER_DEFAULT_HANDSHAKES 8
+#define RH_SERVER_MAX_HANDSHAKES 256
 
 typedef struct rh_server_status {
 	char state[16]; /* "waiting", "serving", "exiting" */
 	char peer[64];
-	uint64_t regions_hosted;
 	uint64_t bytes_held;
 	uint64_t bytes_traced;
 	uint64_t last_heartbeat_ns;

@@ -1,4 +1,5 @@
 /* rheap-tracerd: hosts one partition of one heap on a memory server. */
+#include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -23,10 +24,36 @@ static void usage(FILE *f)
 	      "  -s, --status FILE      keep a JSON status file (state, bytes held, heartbeat)\n"
 	      "  -w, --wait-ms MS       exit if no CPU server connects within MS (default: "
 	      "forever)\n"
+	      "  -m, --memory-limit SIZE\n"
+	      "                         hold at most SIZE of partition memory (e.g. 512MiB);\n"
+	      "                         past it the tracer refuses the CPU server, saying why\n"
+	      "  -H, --max-handshakes N connections in the handshake at once (default 8; verbs 1)\n"
 	      "  -L, --log-level LEVEL  error, warn, info or debug (default warn)\n"
 	      "  -h, --help             this text\n"
 	      "  -V, --version          version\n",
 	      f);
+}
+
+/* "512MiB", "2 GiB", "65536"; 0 if it is not a size. */
+static uint64_t parse_size(const char *t)
+{
+	static const struct {
+		const char *name;
+		unsigned shift;
+	} units[] = {{"", 0},     {"B", 0},  {"K", 10},   {"KiB", 10}, {"M", 20},
+	             {"MiB", 20}, {"G", 30}, {"GiB", 30}, {"T", 40},   {"TiB", 40}};
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(t, &end, 10);
+	if (end == t || errno || *t == '-')
+		return 0;
+	while (*end == ' ')
+		end++;
+	for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+		if (!strcmp(end, units[i].name))
+			return v > (UINT64_MAX >> units[i].shift) ? 0
+			                                          : (uint64_t)v << units[i].shift;
+	return 0;
 }
 
 static void on_signal(int sig)
@@ -44,13 +71,16 @@ int main(int argc, char **argv)
 	                                     {"status", required_argument, NULL, 's'},
 	                                     {"wait-ms", required_argument, NULL, 'w'},
 	                                     {"log-level", required_argument, NULL, 'L'},
+	                                     {"memory-limit", required_argument, NULL, 'm'},
+	                                     {"max-handshakes", required_argument, NULL, 'H'},
 	                                     {"help", no_argument, NULL, 'h'},
 	                                     {"version", no_argument, NULL, 'V'},
 	                                     {NULL, 0, NULL, 0}};
 	const char *config = NULL, *listen = NULL, *status = NULL;
-	long index = -1, wait_ms = -1;
+	long index = -1, wait_ms = -1, handshakes = 0;
+	uint64_t memory_limit = 0;
 	int foreground = 0;
-	for (int c; (c = getopt_long(argc, argv, "c:i:l:fs:w:L:hV", opts, NULL)) != -1;) {
+	for (int c; (c = getopt_long(argc, argv, "c:i:l:fs:w:m:H:L:hV", opts, NULL)) != -1;) {
 		char *end;
 		switch (c) {
 		case 'c':
@@ -78,6 +108,25 @@ int main(int argc, char **argv)
 			if (*end || wait_ms < 0) {
 				fprintf(stderr, "rheap-tracerd: --wait-ms: '%s' is not a number\n",
 				        optarg);
+				return 2;
+			}
+			break;
+		case 'm':
+			memory_limit = parse_size(optarg);
+			if (!memory_limit) {
+				fprintf(stderr,
+				        "rheap-tracerd: --memory-limit: '%s' is not a size like "
+				        "512MiB\n",
+				        optarg);
+				return 2;
+			}
+			break;
+		case 'H':
+			handshakes = strtol(optarg, &end, 10);
+			if (*end || handshakes < 1 || handshakes > RH_SERVER_MAX_HANDSHAKES) {
+				fprintf(stderr,
+				        "rheap-tracerd: --max-handshakes: '%s' is not 1..%d\n",
+				        optarg, RH_SERVER_MAX_HANDSHAKES);
 				return 2;
 			}
 			break;
@@ -125,7 +174,9 @@ int main(int argc, char **argv)
 	rh_server_opts so = {.cfg = &cfg,
 	                     .index = (uint32_t)index,
 	                     .status_path = status,
-	                     .accept_timeout_ms = (int)wait_ms};
+	                     .accept_timeout_ms = (int)wait_ms,
+	                     .memory_limit = memory_limit,
+	                     .max_handshakes = (int)handshakes};
 	char host[RH_HOST_MAX];
 	if (listen) {
 		const char *colon = strrchr(listen, ':');
@@ -151,7 +202,8 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	int rc = rh_server_run(&so, &err);
 	if (rc != RH_OK) {
-		fprintf(stderr, "rheap-tracerd: %s\n", err.msg);
+		/* One line with a level, like every other event of the tracer. */
+		rh_log(RH_LOG_ERROR, "tracerd", "exiting: %s", err.msg);
 		return rc == RH_EBUSY || rc == RH_ECONFIG ? 2 : 1;
 	}
 	return 0;

@@ -49,10 +49,20 @@ static uintptr_t eden_carve(rh_heap *h, size_t bytes, bool *limit)
 static void *alloc_humongous(rh_mutator *m, rh_type_id t, size_t bytes, size_t length)
 {
 	rh_heap *h = m->heap;
-	uint32_t n = (uint32_t)((bytes + h->region_size - 1) >> h->region_shift);
-	for (int attempt = 0; attempt < 2; attempt++) {
+	uint64_t n = (bytes + h->region_size - 1) >> h->region_shift;
+	/* No collection can make room for more regions than the heap has. */
+	if (n > h->n_regions) {
+		rh_set_last_error(RH_ENOMEM,
+		                  "heap exhausted: a %zu-byte object needs %llu regions, the heap "
+		                  "has %llu",
+		                  bytes, (unsigned long long)n, (unsigned long long)h->n_regions);
+		return NULL;
+	}
+	/* Give up only after a full collection this thread ran: one another
+	 * thread ran meanwhile may have been partial. */
+	for (bool collected = false;;) {
 		pthread_mutex_lock(&h->alloc_lock);
-		int64_t i = rh_region_take_span(h, n);
+		int64_t i = rh_region_take_span(h, (uint32_t)n);
 		if (i >= 0) {
 			rh_region *r = &h->regions[i];
 			r->top = r->start + bytes;
@@ -66,13 +76,14 @@ static void *alloc_humongous(rh_mutator *m, rh_type_id t, size_t bytes, size_t l
 			return p;
 		}
 		pthread_mutex_unlock(&h->alloc_lock);
-		if (attempt == 0)
-			rh_collect_for_alloc(h, m, 1);
+		if (collected)
+			break;
+		collected = rh_collect_for_alloc(h, m, 1);
 	}
 	rh_set_last_error(RH_ENOMEM,
-	                  "heap exhausted: no %u contiguous free regions for a %zu-byte object "
+	                  "heap exhausted: no %llu contiguous free regions for a %zu-byte object "
 	                  "after a full collection",
-	                  n, bytes);
+	                  (unsigned long long)n, bytes);
 	return NULL;
 }
 
@@ -126,8 +137,9 @@ void *rh_alloc_slow(rh_mutator *m, rh_type_id t, size_t bytes, size_t length)
 			}
 		}
 		/* Eden is full (or no region is free): collect. The second
-		 * failure escalates to a full collection, the third gives up.
-		 * A collection another thread ran counts as no attempt. */
+		 * failure escalates to a full collection, the third gives up,
+		 * so NULL always follows a full collection (rheap.h). A
+		 * collection another thread ran counts as no attempt. */
 		if (collections == 2)
 			break;
 		if (rh_collect_for_alloc(h, m, collections))

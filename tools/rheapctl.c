@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "rheap/rheap.h"
+#include "soak.h"
 
 static const char *prog = "rheapctl";
 
@@ -30,8 +31,11 @@ static void usage(FILE *f)
 	        "commands:\n"
 	        "  up      start a tracer for every local server of the config\n"
 	        "  down    stop the tracers started by 'up'\n"
-	        "  status  show each tracer's state, memory held and last heartbeat\n"
+	        "  status  show each tracer's state, regions, memory held, bytes traced and\n"
+	        "          last heartbeat\n"
 	        "  run     up, run PROGRAM ARGS on the heap (RHEAP_CONFIG is set for it), down\n"
+	        "  soak    up, run a torture workload with the heap verifier on, down; ends\n"
+	        "          with PASS or FAIL (exit status 1)\n"
 	        "\n"
 	        "options:\n"
 	        "  -c, --config FILE    heap config (default: a single-host cluster of two shm\n"
@@ -42,9 +46,16 @@ static void usage(FILE *f)
 	        "PATH)\n"
 	        "  -h, --help\n"
 	        "\n"
+	        "soak options (default config: 256 MiB heap, 10%% cache, two shm tracers):\n"
+	        "  --minutes N | --seconds N  how long (default 10 minutes; SIGINT ends it early)\n"
+	        "  --threads T          mutator threads (default 4)\n"
+	        "  --live SIZE_MIB      live data to keep, MiB (default a quarter of the heap)\n"
+	        "  --seed N             random seed (default from the clock; printed)\n"
+	        "\n"
 	        "examples:\n"
 	        "  rheapctl run -- ./my-vm script.scm\n"
-	        "  rheapctl up --config cluster.json && rheapctl status --config cluster.json\n");
+	        "  rheapctl up --config cluster.json && rheapctl status --config cluster.json\n"
+	        "  rheapctl soak --minutes 30 --threads 8\n");
 }
 
 typedef struct ctl {
@@ -86,12 +97,15 @@ static int free_port(void)
 	return port;
 }
 
-/* The shipped default: two shm tracers on this host, a fresh secret. */
-static int make_default(ctl *c)
+/* The shipped default: two shm tracers on this host, a fresh secret. The
+ * soak's default is smaller, with a 10 % cache, so that most old regions
+ * live on the tracers and they mark and evacuate. */
+static int make_default(ctl *c, const char *name, const char *heap, double cache,
+                        unsigned timeout_ms)
 {
 	char secret_path[PATH_MAX + 16];
-	snprintf(c->config, sizeof c->config, "%s/default.json", c->state);
-	snprintf(secret_path, sizeof secret_path, "%s/default.secret", c->state);
+	snprintf(c->config, sizeof c->config, "%s/%s.json", c->state, name);
+	snprintf(secret_path, sizeof secret_path, "%s/%s.secret", c->state, name);
 	uint8_t raw[24];
 	if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw)
 		return die("getrandom: %s", strerror(errno));
@@ -113,12 +127,12 @@ static int make_default(ctl *c)
 	if (!f)
 		return die("writing %s: %s", c->config, strerror(errno));
 	fprintf(f,
-	        "{\n  \"heap\": {\"size\": \"1GiB\"},\n  \"cache\": {\"fraction\": 0.25},\n"
-	        "  \"transport\": {\"provider\": \"shm\", \"timeout_ms\": 2000},\n"
-	        "  \"secret_file\": \"default.secret\",\n"
+	        "{\n  \"heap\": {\"size\": \"%s\"},\n  \"cache\": {\"fraction\": %g},\n"
+	        "  \"transport\": {\"provider\": \"shm\", \"timeout_ms\": %u},\n"
+	        "  \"secret_file\": \"%s.secret\",\n"
 	        "  \"servers\": [\n    {\"host\": \"127.0.0.1\", \"port\": %d},\n"
 	        "    {\"host\": \"127.0.0.1\", \"port\": %d}\n  ]\n}\n",
-	        port, port2);
+	        heap, cache, timeout_ms, name, port, port2);
 	fclose(f);
 	return 0;
 }
@@ -235,8 +249,8 @@ static int cmd_down(ctl *c)
 
 static int cmd_status(ctl *c)
 {
-	printf("%-6s %-22s %-8s %-8s %9s %12s %12s %10s\n", "tracer", "address", "state", "pid",
-	       "regions", "held MiB", "traced MiB", "heartbeat");
+	printf("%-6s %-22s %-8s %-8s %13s %10s %10s %11s %8s %10s\n", "tracer", "address", "state",
+	       "pid", "regions", "held MiB", "limit MiB", "traced MiB", "refused", "heartbeat");
 	int rc = 0;
 	for (size_t i = 0; i < c->cfg.n_servers; i++) {
 		char addr[300];
@@ -251,15 +265,26 @@ static int cmd_status(ctl *c)
 			json_decref(j);
 			continue;
 		}
-		char hb[32];
-		json_int_t ago = json_integer_value(json_object_get(j, "last_heartbeat_ms_ago"));
-		snprintf(hb, sizeof hb, "%lld ms ago", (long long)ago);
-		printf("%-6zu %-22s %-8s %-8d %9lld %12.1f %12.1f %10s\n", i, addr,
-		       json_string_value(json_object_get(j, "state")), (int)p,
-		       (long long)json_integer_value(json_object_get(j, "regions_hosted")),
-		       (double)json_integer_value(json_object_get(j, "bytes_held")) / 1048576.0,
-		       (double)json_integer_value(json_object_get(j, "bytes_traced")) / 1048576.0,
-		       ago ? hb : "-");
+#define FIELD(name) ((long long)json_integer_value(json_object_get(j, name)))
+		char hb[32], regions[48], limit[24];
+		const char *state = json_string_value(json_object_get(j, "state"));
+		/* The heartbeat means something only while a CPU server is served. */
+		if (state && !strcmp(state, "serving"))
+			snprintf(hb, sizeof hb, "%lld ms ago", FIELD("last_heartbeat_ms_ago"));
+		else
+			snprintf(hb, sizeof hb, "-");
+		snprintf(regions, sizeof regions, "%lld/%lld", FIELD("regions_hosted"),
+		         FIELD("regions_total"));
+		if (FIELD("memory_limit"))
+			snprintf(limit, sizeof limit, "%.1f",
+			         (double)FIELD("memory_limit") / 1048576.0);
+		else
+			snprintf(limit, sizeof limit, "-");
+		printf("%-6zu %-22s %-8s %-8d %13s %10.1f %10s %11.1f %8lld %10s\n", i, addr,
+		       state ? state : "?", (int)p, regions,
+		       (double)FIELD("bytes_held") / 1048576.0, limit,
+		       (double)FIELD("bytes_traced") / 1048576.0, FIELD("connections_refused"), hb);
+#undef FIELD
 		json_decref(j);
 	}
 	return rc;
@@ -300,6 +325,59 @@ static int cmd_run(ctl *c, char **argv)
 	return WEXITSTATUS(st);
 }
 
+/* The soak runs in a child: a verifier failure aborts it, a lost tracer
+ * ends it with RH_EXIT_LOST, and either way this process is left to say
+ * FAIL and bring the tracers down. */
+static int cmd_soak(ctl *c, const rh_soak_opts *so)
+{
+	if (cmd_up(c) != 0) {
+		cmd_down(c);
+		return 1;
+	}
+	fflush(stdout);
+	pid_t p = fork();
+	if (p < 0) {
+		cmd_down(c);
+		return die("fork: %s", strerror(errno));
+	}
+	if (p == 0)
+		_exit(rh_soak_run(so));
+	child_pid = p;
+	struct sigaction sa = {.sa_handler = forward};
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	int st = 0;
+	while (waitpid(p, &st, 0) < 0 && errno == EINTR)
+		;
+	/* Tracers that died under the soak are a failure too. */
+	int lost = 0;
+	for (size_t i = 0; i < c->cfg.n_servers; i++)
+		if (is_local(c->cfg.servers[i].host) && !read_pid(c, i))
+			lost++;
+	cmd_down(c);
+	if (WIFSIGNALED(st)) {
+		printf("soak: FAIL: the workload died of signal %d (%s)%s\n", WTERMSIG(st),
+		       strsignal(WTERMSIG(st)),
+		       WTERMSIG(st) == SIGABRT ? "; a heap verifier failure aborts, see above"
+		                               : "");
+		return 1;
+	}
+	int code = WEXITSTATUS(st);
+	if (code == RH_EXIT_LOST)
+		printf("soak: FAIL: a memory server was lost (see the message above)\n");
+	else if (code == 2)
+		printf("soak: FAIL: the heap could not be opened\n");
+	else if (code == 1)
+		printf("soak: FAIL: lost or damaged objects (see above)\n");
+	else if (code != 0)
+		printf("soak: FAIL: the workload exited with status %d (see above)\n", code);
+	else if (lost)
+		printf("soak: FAIL: %d tracer(s) exited during the run\n", lost);
+	else
+		printf("soak: PASS (seed %llu)\n", (unsigned long long)so->seed);
+	return code != 0 || lost ? 1 : 0;
+}
+
 static int find_tracerd(ctl *c)
 {
 	const char *env = getenv("RHEAP_TRACERD");
@@ -336,6 +414,7 @@ int main(int argc, char **argv)
 		return cmd ? 0 : 2;
 	}
 	const char *config = NULL, *state = NULL;
+	rh_soak_opts so = {.seconds = 600, .threads = 4, .seed = (uint64_t)time(NULL)};
 	int i = 2;
 	for (; i < argc; i++) {
 		const char *a = argv[i];
@@ -349,7 +428,25 @@ int main(int argc, char **argv)
 			state = argv[++i];
 		else if ((!strcmp(a, "-t") || !strcmp(a, "--tracerd")) && i + 1 < argc)
 			snprintf(c.tracerd, sizeof c.tracerd, "%s", argv[++i]);
-		else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+		else if (!strcmp(cmd, "soak") && i + 1 < argc &&
+		         (!strcmp(a, "--minutes") || !strcmp(a, "--seconds") ||
+		          !strcmp(a, "--threads") || !strcmp(a, "--live") ||
+		          !strcmp(a, "--seed"))) {
+			char *end;
+			double v = strtod(argv[++i], &end);
+			if (*end || v <= 0 || (strcmp(a, "--seed") && v > 1e7))
+				return die("%s: '%s' is not a positive number", a, argv[i]);
+			if (!strcmp(a, "--minutes"))
+				so.seconds = v * 60;
+			else if (!strcmp(a, "--seconds"))
+				so.seconds = v;
+			else if (!strcmp(a, "--threads"))
+				so.threads = v > 256 ? 256 : (unsigned)v;
+			else if (!strcmp(a, "--live"))
+				so.live_bytes = (uint64_t)(v * 1048576.0);
+			else
+				so.seed = (uint64_t)v;
+		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			usage(stdout);
 			return 0;
 		} else if (a[0] == '-') {
@@ -371,7 +468,12 @@ int main(int argc, char **argv)
 		if (!realpath(config, c.config))
 			return die("--config %s: %s", config, strerror(errno));
 	} else if (!strcmp(cmd, "run") || !strcmp(cmd, "up")) {
-		if (make_default(&c) != 0)
+		if (make_default(&c, "default", "1GiB", 0.25, 2000) != 0)
+			return 1;
+	} else if (!strcmp(cmd, "soak")) {
+		/* A loaded machine must not fail a correctness soak on a
+		 * heartbeat: a lost tracer is still reported, later. */
+		if (make_default(&c, "soak", "256MiB", 0.1, 5000) != 0)
 			return 1;
 	} else {
 		snprintf(c.config, sizeof c.config, "%s/default.json", c.state);
@@ -389,6 +491,12 @@ int main(int argc, char **argv)
 		return cmd_status(&c);
 	if (!strcmp(cmd, "run"))
 		return cmd_run(&c, argv + i);
+	if (!strcmp(cmd, "soak")) {
+		if (i < argc)
+			return die("soak: unexpected argument '%s'", argv[i]);
+		so.config = c.config;
+		return cmd_soak(&c, &so);
+	}
 	die("unknown command '%s'", cmd);
 	usage(stderr);
 	return 2;

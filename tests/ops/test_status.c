@@ -1,0 +1,264 @@
+/* rheapctl status: per tracer its state, regions hosted, bytes held, bytes
+ * traced and last heartbeat, read from the tracers' status files, before,
+ * during and after a workload that makes the tracers mark.
+ *
+ * usage: test-status RHEAPCTL TRACERD PROVIDER
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include "tests/ops/ops.h"
+
+static const char *rheapctl, *tracerd;
+static char dir[256], config[300];
+
+typedef struct row {
+	int index, pid;
+	char state[16];
+	long long hosted, total;
+	double held, traced;
+	long long refused;
+	char heartbeat[32];
+} row;
+
+static int free_port(void)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof a;
+	int port = -1;
+	if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+		port = ntohs(a.sin_port);
+	if (fd >= 0)
+		close(fd);
+	return port;
+}
+
+/* Run rheapctl CMD on the config; its stdout in out. Exit status or -1.
+ * The tracers 'up' starts inherit its stdout: that one writes to a file,
+ * or reading would wait for them to exit. */
+static int ctl(const char *cmd, char *out, size_t cap)
+{
+	int p[2];
+	if (pipe(p) < 0)
+		return -1;
+	pid_t pid = fork();
+	if (pid == 0) {
+		if (!strcmp(cmd, "up")) {
+			char log[400];
+			snprintf(log, sizeof log, "%s/up.log", dir);
+			int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+			dup2(fd, 1);
+			dup2(fd, 2);
+			close(p[1]);
+		} else {
+			dup2(p[1], 1);
+		}
+		close(p[0]);
+		execl(rheapctl, rheapctl, cmd, "--config", config, "--state-dir", dir, "--tracerd",
+		      tracerd, (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	size_t n = 0;
+	ssize_t r;
+	while (n + 1 < cap && (r = read(p[0], out + n, cap - 1 - n)) > 0)
+		n += (size_t)r;
+	out[n] = 0;
+	close(p[0]);
+	int st;
+	waitpid(pid, &st, 0);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* The table's rows for tracers 0 and 1; how many parsed. */
+static int parse(const char *out, row *rows)
+{
+	int n = 0;
+	const char *l = strchr(out, '\n');
+	CHECK(l && !strncmp(out, "tracer", 6) && strstr(out, "regions") &&
+	              strstr(out, "held MiB") && strstr(out, "traced MiB") &&
+	              strstr(out, "heartbeat"),
+	      "the header names the columns: %.200s", out);
+	for (; l && *++l && n < 2; l = strchr(l, '\n')) {
+		row *r = &rows[n];
+		char addr[64];
+		int used = 0;
+		memset(r, 0, sizeof *r);
+		int k = sscanf(l, "%d %63s %15s %d %lld/%lld %lf %*s %lf %lld %n", &r->index, addr,
+		               r->state, &r->pid, &r->hosted, &r->total, &r->held, &r->traced,
+		               &r->refused, &used);
+		if (k >= 3 && (!strcmp(r->state, "down") || !strcmp(r->state, "remote"))) {
+			n++;
+			continue;
+		}
+		if (k < 9)
+			break;
+		sscanf(l + used, "%31[^\n]", r->heartbeat);
+		n++;
+	}
+	return n;
+}
+
+struct node {
+	uint64_t hdr;
+	struct node *next;
+	uint8_t *blob;
+};
+
+/* Old data far larger than the cache, collected repeatedly: the tracers
+ * mark their mostly evicted regions. */
+static void workload(rh_heap *h, rh_mutator *m)
+{
+	(void)h;
+	void *slots[2] = {0};
+	rh_frame f;
+	rh_push_frame(m, &f, slots, 2);
+	for (int i = 0; i < 24000; i++) {
+		struct node *x = rh_alloc(m, 1);
+		if (!x)
+			break;
+		slots[1] = x;
+		uint8_t *b = rh_alloc_array(m, 2, 1000);
+		x = slots[1];
+		if (!b)
+			break;
+		memset(b + 16, i, 1000);
+		rh_write_ref(m, (void **)&x->blob, b);
+		rh_write_ref(m, (void **)&x->next, slots[0]);
+		slots[0] = x;
+		/* Garbage between the survivors, so collections have work. */
+		if (i % 4 == 0)
+			rh_alloc_array(m, 2, 4000);
+	}
+	slots[1] = NULL;
+	rh_pop_frame(m, &f);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 4) {
+		fprintf(stderr, "usage: %s RHEAPCTL TRACERD PROVIDER\n", argv[0]);
+		return 2;
+	}
+	rheapctl = argv[1];
+	tracerd = argv[2];
+	const char *provider = argv[3];
+	snprintf(dir, sizeof dir, "/tmp/rheap-status-XXXXXX");
+	if (!mkdtemp(dir))
+		return 2;
+	char path[400];
+	snprintf(path, sizeof path, "%s/secret", dir);
+	FILE *f = fopen(path, "w");
+	if (!f)
+		return 2;
+	fputs("status-test-secret-0123456789\n", f);
+	fclose(f);
+	chmod(path, 0600);
+	snprintf(config, sizeof config, "%s/heap.json", dir);
+	f = fopen(config, "w");
+	if (!f)
+		return 2;
+	fprintf(f,
+	        "{\"heap\": {\"size\": \"64MiB\"}, \"cache\": {\"fraction\": 0.1},\n"
+	        " \"transport\": {\"provider\": \"%s\", \"timeout_ms\": 3000},\n"
+	        " \"secret_file\": \"secret\",\n \"servers\": [{\"host\": \"127.0.0.1\", \"port\": "
+	        "%d}, {\"host\": \"127.0.0.1\", \"port\": %d}]}\n",
+	        provider, free_port(), free_port());
+	fclose(f);
+
+	char out[8192];
+	row rows[2];
+	CHECK(ctl("status", out, sizeof out) == 3, "before up: status exits 3 (tracers down)");
+	CHECK(parse(out, rows) == 2 && !strcmp(rows[0].state, "down"), "and says down: %s", out);
+	CHECK(ctl("up", out, sizeof out) == 0, "up");
+	CHECK(ctl("status", out, sizeof out) == 0, "status while waiting exits 0: %s", out);
+	int n = parse(out, rows);
+	CHECK(n == 2, "two rows: %s", out);
+	for (int i = 0; i < n; i++) {
+		CHECK(!strcmp(rows[i].state, "waiting") && rows[i].pid > 0,
+		      "tracer %d waiting, with its pid: %s", i, out);
+		CHECK(rows[i].total == 128 && rows[i].hosted == 0,
+		      "tracer %d: no region of its 128 hosted yet (%lld/%lld)", i, rows[i].hosted,
+		      rows[i].total);
+		CHECK(!strcmp(rows[i].heartbeat, "-"), "tracer %d: no heartbeat yet (%s)", i,
+		      rows[i].heartbeat);
+	}
+
+	rh_error err;
+	rh_heap *h = NULL;
+	for (int t = 0; t < 50 && !h; t++)
+		if (!(h = rh_heap_open_file(config, &err)))
+			usleep(100000);
+	CHECK(h != NULL, "open the heap: %s", h ? "" : err.msg);
+	if (h) {
+		static const uint32_t offs[] = {8, 16};
+		rh_type_desc nd = {.name = "node",
+		                   .layout = RH_LAYOUT_FIXED,
+		                   .size = 24,
+		                   .ptr_offsets = offs,
+		                   .n_ptrs = 2};
+		rh_type_desc bd = {
+		        .name = "blob", .layout = RH_LAYOUT_BYTE_ARRAY, .size = 16, .elem_size = 1};
+		rh_type_register(h, &nd, &err);
+		rh_type_register(h, &bd, &err);
+		rh_mutator *m = rh_mutator_attach(h, &err);
+		workload(h, m);
+		/* Tracers mark concurrently: give them a few collections and
+		 * seconds (status files are rewritten each second). */
+		double t0 = ops_now();
+		double traced = 0;
+		while (ops_now() - t0 < 15) {
+			rh_collect(m, 0);
+			rh_mutator_park(m);
+			usleep(300000);
+			rh_mutator_unpark(m);
+			if (ctl("status", out, sizeof out) == 0 && parse(out, rows) == 2 &&
+			    (traced = rows[0].traced + rows[1].traced) > 0 && ops_now() - t0 > 1.5)
+				break;
+		}
+		rh_stats s;
+		rh_stats_get(h, &s);
+		printf("# %s", out);
+		printf("# bytes marked remotely per the VM: %llu\n",
+		       (unsigned long long)s.bytes_marked_remote);
+		for (int i = 0; i < 2; i++) {
+			CHECK(!strcmp(rows[i].state, "serving"), "tracer %d serving (%s)", i,
+			      rows[i].state);
+			CHECK(rows[i].hosted <= rows[i].total, "tracer %d: %lld/%lld regions", i,
+			      rows[i].hosted, rows[i].total);
+			/* 64 MiB over 256 regions: 0.25 MiB each. */
+			CHECK(rows[i].held <= rows[i].hosted * 0.25 + 0.05 &&
+			              (rows[i].hosted == 0) == (rows[i].held < 0.05),
+			      "tracer %d: %.1f MiB held fits %lld regions hosted", i, rows[i].held,
+			      rows[i].hosted);
+			long long ago = -1;
+			CHECK(sscanf(rows[i].heartbeat, "%lld ms ago", &ago) == 1 && ago >= 0 &&
+			              ago < 3000,
+			      "tracer %d heard from the CPU server recently (%s)", i,
+			      rows[i].heartbeat);
+		}
+		CHECK(rows[0].hosted + rows[1].hosted > 0 && rows[0].held + rows[1].held > 1.0,
+		      "the evicted heap is hosted: %lld regions, %.1f MiB",
+		      rows[0].hosted + rows[1].hosted, rows[0].held + rows[1].held);
+		CHECK(traced > 0, "the tracers report bytes traced (%.2f MiB)", traced);
+		rh_mutator_detach(m);
+		rh_heap_close(h);
+	}
+	/* A tracer serves one CPU server and exits when it leaves. */
+	int st = -1;
+	for (int t = 0; t < 50 && (st = ctl("status", out, sizeof out)) != 3; t++)
+		usleep(100000);
+	CHECK(st == 3 && parse(out, rows) == 2 && !strcmp(rows[0].state, "down") &&
+	              !strcmp(rows[1].state, "down"),
+	      "after the session both are down, exit 3: %s", out);
+	CHECK(ctl("down", out, sizeof out) == 0, "down");
+	char cmd[300];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", dir);
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed != 0;
+}
