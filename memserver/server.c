@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -130,8 +131,21 @@ static int send_msg(server *s, rh_tp_conn *c, const rh_msg *m, rh_error *err)
 	if (!err)
 		err = &local;
 	pthread_mutex_lock(&s->send_lock);
+	/* A send waits for the peer's receive credits; with the CPU server
+	 * gone it would wait a whole timeout, on top of the silence that
+	 * already counts toward declaring it lost. Only what is left of the
+	 * silence allowance is spent, so the tracer notices (and exits) within
+	 * one timeout. */
+	int timeout_ms = (int)s->o->cfg->timeout_ms;
+	pthread_mutex_lock(&s->st_lock);
+	uint64_t last = s->st.last_heartbeat_ns;
+	pthread_mutex_unlock(&s->st_lock);
+	if (last) {
+		uint64_t quiet_ms = (rh_now_ns() - last) / 1000000ull;
+		timeout_ms = quiet_ms >= (uint64_t)timeout_ms - 1 ? 1 : timeout_ms - (int)quiet_ms;
+	}
 	size_t n = rh_msg_encode(m, s->sbuf, sizeof s->sbuf);
-	int rc = n ? rh_tp_send(c, s->sbuf, n, (int)s->o->cfg->timeout_ms, err)
+	int rc = n ? rh_tp_send(c, s->sbuf, n, timeout_ms, err)
 	           : rh_err_set(err, RH_EINVAL, "tracer: cannot encode %s",
 	                        rh_msg_type_name(m->type));
 	pthread_mutex_unlock(&s->send_lock);
@@ -568,6 +582,11 @@ int rh_server_run(const rh_server_opts *o, rh_error *err)
 	}
 	set_state(s, "serving", "cpu-server");
 	rc = serve(s, err);
+	/* The marking thread may be blocked sending to a CPU server that is
+	 * gone; it would hold up the exit (and the memory) for a whole timeout.
+	 * Shutting the socket down makes that send fail now. */
+	if (rc != RH_OK && s->conn && rh_tp_fd(s->conn) >= 0)
+		shutdown(rh_tp_fd(s->conn), SHUT_RDWR);
 	rh_dgc_close(s->dgc);
 	s->dgc = NULL;
 	handshakers_stop(s);
