@@ -1350,6 +1350,9 @@ static NOINLINE void test_pins(cluster *c)
 
 /* ------------------------------------------------------------------ main */
 
+/* Timeouts: 10 s where nothing is killed (a loaded machine must not pass
+ * for a lost tracer), 2 s where detection is what is tested. */
+
 /* Two tracers, a 256 MiB heap. The pause budget is raised from 50 ms:
  * every pause here runs the verifier over the paged forest, and with the
  * default the measured cost per copied byte (faults included) shrinks eden
@@ -1408,7 +1411,7 @@ int main(int argc, char **argv)
 		 * side while the collector thread keeps the protocol. */
 		if (!strcmp(mode, "torture-threads"))
 			tracer_threads = 3;
-		if (start(&c, 0.10, 3000, offload, 1, 1) < 0)
+		if (start(&c, 0.10, 10000, offload, 1, 1) < 0)
 			return 2;
 		torture(&c, offload);
 	} else if (!strcmp(mode, "torture-concentrated")) {
@@ -1417,7 +1420,7 @@ int main(int argc, char **argv)
 		opts.concentrated = 1;
 		opts.cap_s = 120;
 		opts.collect_every = 4096;
-		if (start(&c, 0.05, 3000, 1, 1, 1) < 0)
+		if (start(&c, 0.05, 10000, 1, 1, 1) < 0)
 			return 2;
 		torture(&c, 1);
 	} else if (!strcmp(mode, "remark-off")) {
@@ -1427,18 +1430,18 @@ int main(int argc, char **argv)
 		opts.stop_on_loss = 1;
 		opts.cap_s = 120;
 		opts.collect_every = 4096;
-		if (start(&c, 0.05, 3000, 1, 0, 1) < 0)
+		if (start(&c, 0.05, 10000, 1, 0, 1) < 0)
 			return 2;
 		test_remark_off(&c);
 	} else if (!strcmp(mode, "pins")) {
 		/* No verifier after every pause: it would fetch the whole forest
 		 * back each time, and mostly cached regions stay with the CPU
 		 * server. rh_verify runs at the end. */
-		if (start(&c, 0.10, 3000, 1, 1, 0) < 0)
+		if (start(&c, 0.10, 10000, 1, 1, 0) < 0)
 			return 2;
 		test_pins(&c);
 	} else if (!strcmp(mode, "kill-msct") || !strcmp(mode, "kill-cssc")) {
-		if (start(&c, 0.10, 1000, 1, 1, 0) < 0)
+		if (start(&c, 0.10, 2000, 1, 1, 0) < 0)
 			return 2;
 		test_kill(&c, !strcmp(mode, "kill-cssc"));
 	} else {
