@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "common/common.h"
+#include "common/grow.h"
 #include "gc/mark.h"
 #include "gc/region.h"
 #include "memserver/dgc.h"
@@ -100,16 +101,7 @@ struct rh_dgc {
 
 static inline void *grow(void *p, size_t *cap, size_t need, size_t elem)
 {
-	if (need <= *cap)
-		return p;
-	size_t n = *cap ? *cap : 256;
-	while (n < need)
-		n *= 2;
-	void *q = realloc(p, n * elem);
-	if (!q)
-		rh_panic("tracer: out of memory (%zu entries)", n);
-	*cap = n;
-	return q;
+	return rh_grow(p, cap, need, elem, 256, "tracer");
 }
 
 static inline uintptr_t rstart(const rh_dgc *d, uint32_t l)

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/grow.h"
 #include "gc/bitmap.h"
 #include "runtime/internal.h"
 
@@ -175,6 +176,19 @@ static void fix_visit(void *ctx, void **slot)
 		fix_slot(h, slot, false);
 }
 
+/* A card a tracer could not fix, in fix_remote's sorted per-host lists.
+ * Flagged in the address's low bit rather than cleared, so the list stays
+ * sorted for the searches after it; card addresses are card-aligned, so
+ * the bit is free. */
+#define CARD_GIVEN_BACK ((uint64_t)1)
+_Static_assert(RH_CARD_SHIFT >= 1, "CARD_GIVEN_BACK needs a free low bit");
+
+static int cmp_card(const void *key, const void *elem)
+{
+	uint64_t a = *(const uint64_t *)key, b = *(const uint64_t *)elem & ~CARD_GIVEN_BACK;
+	return (a > b) - (a < b);
+}
+
 /* Cards of moved regions' source queues whose pages only their host
  * tracer holds are fixed there (docs/distributed-gc.md, "Fixing external
  * references"): the CPU server would otherwise fetch each page to change a
@@ -186,13 +200,11 @@ static uint64_t *fix_remote(rh_heap *h, const rh_swap_host *hosts, size_t n_host
 {
 	*n_out = 0;
 	uint32_t *moved = NULL;
-	size_t n_moved = 0;
+	size_t n_moved = 0, cap_moved = 0;
 	for (uint32_t i = 0; i < h->n_regions; i++)
 		if (h->offload[i] == RH_OFF_MOVED) {
-			uint32_t *m = realloc(moved, (n_moved + 1) * sizeof *m);
-			if (!m)
-				rh_panic("collector: out of memory");
-			moved = m;
+			moved = rh_grow(moved, &cap_moved, n_moved + 1, sizeof *moved, 64,
+			                "collector");
 			moved[n_moved++] = i;
 		}
 	if (!n_moved || n_moved > 4096) {
@@ -223,17 +235,15 @@ static uint64_t *fix_remote(rh_heap *h, const rh_swap_host *hosts, size_t n_host
 			size_t host = rh_remote_host_of(h->remote, cr);
 			if (host >= n_hosts)
 				continue;
-			if (n_cards[host] == cap[host]) {
-				cap[host] = cap[host] ? 2 * cap[host] : 1024;
-				cards[host] = realloc(cards[host], cap[host] * sizeof **cards);
-				if (!cards[host])
-					rh_panic("collector: out of memory");
-			}
+			cards[host] = rh_grow(cards[host], &cap[host], n_cards[host] + 1,
+			                      sizeof **cards, 1024, "collector");
 			cards[host][n_cards[host]++] = a;
 			total++;
 		}
 	}
 	uint64_t *taken = total ? malloc(total * sizeof *taken) : NULL;
+	if (total && !taken)
+		rh_panic("collector: out of memory for %zu cards", total);
 	rh_error e;
 	for (size_t k = 0; k < n_hosts; k++) {
 		if (!n_cards[k])
@@ -276,19 +286,16 @@ static uint64_t *fix_remote(rh_heap *h, const rh_swap_host *hosts, size_t n_host
 				if (to == fe->value)
 					continue;
 				remember(h, slot, to);
-				if (n_wr[k] == cap_wr[k]) {
-					cap_wr[k] = cap_wr[k] ? 2 * cap_wr[k] : 256;
-					wr[k] = realloc(wr[k], cap_wr[k] * sizeof **wr);
-					if (!wr[k])
-						rh_panic("collector: out of memory");
-				}
+				wr[k] = rh_grow(wr[k], &cap_wr[k], n_wr[k] + 1, sizeof **wr, 256,
+				                "collector");
 				wr[k][n_wr[k]++] = (rh_slot_write){fe->addr, fe->value, to};
 			} else {
 				/* The CPU server's own pass will do it. */
 				uint64_t c = fe->addr & ~(uint64_t)((1u << RH_CARD_SHIFT) - 1);
-				for (size_t i2 = 0; i2 < n_cards[k]; i2++)
-					if (cards[k][i2] == c)
-						cards[k][i2] = 0;
+				uint64_t *at =
+				        bsearch(&c, cards[k], n_cards[k], sizeof **cards, cmp_card);
+				if (at)
+					*at |= CARD_GIVEN_BACK;
 				failed++;
 			}
 		}
@@ -311,7 +318,7 @@ static uint64_t *fix_remote(rh_heap *h, const rh_swap_host *hosts, size_t n_host
 	size_t n = 0;
 	for (size_t k = 0; k < n_hosts; k++) {
 		for (size_t i = 0; i < n_cards[k]; i++)
-			if (cards[k][i])
+			if (!(cards[k][i] & CARD_GIVEN_BACK))
 				taken[n++] = cards[k][i];
 		free(cards[k]);
 		free(wr[k]);

@@ -1,4 +1,5 @@
 /* The region table: free list, humongous spans, parsing regions. */
+#include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -174,9 +175,18 @@ static void release_one(rh_heap *h, rh_region *r, bool keep_warm)
 		rh_swap_region_freed(h->swap, r->index);
 		h->freed[h->n_freed++] = r->index;
 		r->dirty_end = r->start;
-	} else {
-		madvise((void *)r->start, h->region_size, MADV_DONTNEED);
+	} else if (madvise((void *)r->start, h->region_size, MADV_DONTNEED) == 0) {
 		r->dirty_end = r->start;
+	} else {
+		/* Still mapped, with its bytes: dirty_end stays, so the region
+		 * is zeroed by hand when it is taken again. Only the memory is
+		 * not returned, which is said once. */
+		static atomic_bool warned;
+		if (!atomic_exchange(&warned, true))
+			rh_log(RH_LOG_WARN, "heap",
+			       "cannot return freed region %u's memory to the OS (madvise "
+			       "MADV_DONTNEED: %s); freed regions stay resident",
+			       r->index, strerror(errno));
 	}
 	rh_remset_free(&r->remset);
 	r->top = r->old_top = r->start;

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/grow.h"
 #include "gc/proto.h"
 #include "runtime/remote.h"
 
@@ -183,18 +184,17 @@ static int on_message(rh_remote *r, size_t i, size_t len)
 	case RH_MSG_EVAC_REFS:
 		if (r->full.active && m.u.evac_refs.id == r->full.id) {
 			rh_remote_full *f = &r->full;
-			if (f->n_pairs + m.u.evac_refs.n > f->cap_pairs) {
-				size_t cap = f->cap_pairs ? f->cap_pairs : 4096;
-				while (cap < f->n_pairs + m.u.evac_refs.n)
-					cap *= 2;
-				rh_ref_pair *pp = realloc(f->pairs, cap * sizeof *pp);
-				if (!pp) {
-					bad = "out of memory for EVAC_REFS";
-					break;
-				}
-				f->pairs = pp;
-				f->cap_pairs = cap;
+			/* Not rh_grow: running out here ends the heap the way
+			 * every failure on this connection does (lose(), the
+			 * fatal handler naming the tracer), not by abort(). */
+			rh_ref_pair *pp =
+			        rh_grow_try(f->pairs, &f->cap_pairs, f->n_pairs + m.u.evac_refs.n,
+			                    sizeof *pp, 4096);
+			if (!pp) {
+				bad = "out of memory for EVAC_REFS";
+				break;
 			}
+			f->pairs = pp;
 			for (uint32_t k = 0; k < m.u.evac_refs.n; k++)
 				rh_msg_evac_refs_get(&m.u.evac_refs, k, &f->pairs[f->n_pairs++]);
 			break;
@@ -203,18 +203,14 @@ static int on_message(rh_remote *r, size_t i, size_t len)
 			bad = "EVAC_REFS for no EVACUATE in progress";
 			break;
 		}
-		if (ev->n_pairs + m.u.evac_refs.n > ev->cap_pairs) {
-			size_t cap = ev->cap_pairs ? ev->cap_pairs : 4096;
-			while (cap < ev->n_pairs + m.u.evac_refs.n)
-				cap *= 2;
-			rh_ref_pair *p = realloc(ev->pairs, cap * sizeof *p);
-			if (!p) {
-				bad = "out of memory for EVAC_REFS";
-				break;
-			}
-			ev->pairs = p;
-			ev->cap_pairs = cap;
+		void *grown_pairs =
+		        rh_grow_try(ev->pairs, &ev->cap_pairs, ev->n_pairs + m.u.evac_refs.n,
+		                    sizeof *ev->pairs, 4096);
+		if (!grown_pairs) {
+			bad = "out of memory for EVAC_REFS";
+			break;
 		}
+		ev->pairs = grown_pairs;
 		for (uint32_t k = 0; k < m.u.evac_refs.n; k++)
 			rh_msg_evac_refs_get(&m.u.evac_refs, k, &ev->pairs[ev->n_pairs++]);
 		break;
@@ -226,18 +222,13 @@ static int on_message(rh_remote *r, size_t i, size_t len)
 			bad = "CARDS_FIXED for no FIX_CARDS in progress";
 			break;
 		}
-		if (fx->n + cf->n > fx->cap) {
-			size_t cap = fx->cap ? fx->cap : 1024;
-			while (cap < fx->n + cf->n)
-				cap *= 2;
-			rh_fix_ent *grown = realloc(fx->ents, cap * sizeof *grown);
-			if (!grown) {
-				bad = "out of memory for CARDS_FIXED";
-				break;
-			}
-			fx->ents = grown;
-			fx->cap = cap;
+		rh_fix_ent *grown =
+		        rh_grow_try(fx->ents, &fx->cap, fx->n + cf->n, sizeof *grown, 1024);
+		if (!grown) {
+			bad = "out of memory for CARDS_FIXED";
+			break;
 		}
+		fx->ents = grown;
 		for (uint32_t k = 0; k < cf->n && !bad; k++) {
 			rh_fix_ent fe;
 			rh_msg_cards_fixed_get(cf, k, &fe);

@@ -77,11 +77,27 @@ static int write_back(rh_swap *s, uint32_t region, const uintptr_t *pages, size_
 	return RH_OK;
 }
 
-int rh_swap_evict_batch(rh_swap *s, uint32_t region)
+/* MADV_DONTNEED failed on a page: it stays mapped (and resident). Said
+ * once per swap system: a cause such as an mlock()ed heap fails every page
+ * from then on. */
+static void drop_failed(rh_swap *s, uintptr_t a)
+{
+	int e = errno;
+	bool expected = false;
+	if (atomic_compare_exchange_strong(&s->drop_warned, &expected, true))
+		rh_log(RH_LOG_ERROR, "swap",
+		       "cannot drop the page at %#lx (madvise MADV_DONTNEED: %s): it stays "
+		       "resident; the page cache may not keep to its budget (is the heap "
+		       "mlock()ed?). Further failures are counted, not logged",
+		       (unsigned long)a, strerror(e));
+}
+
+int rh_swap_evict_batch(rh_swap *s, uint32_t region, size_t *kept_out)
 {
 	uintptr_t start = s->base + ((uintptr_t)region << s->region_shift);
 	size_t pg0 = rh_swap_page(s, start);
 	uintptr_t batch[RH_EVICT_BATCH], dirty[RH_EVICT_BATCH];
+	bool was_dirty[RH_EVICT_BATCH], kept[RH_EVICT_BATCH];
 	size_t n = 0, nd = 0;
 
 	pthread_mutex_lock(&s->evict_lock);
@@ -91,8 +107,10 @@ int rh_swap_evict_batch(rh_swap *s, uint32_t region)
 	for (size_t i = 0; i < s->pages_per_region && n < RH_EVICT_BATCH; i++) {
 		uintptr_t a = start + i * RH_PAGE_SIZE;
 		if (rh_swap_cas(s, pg0 + i, RH_PAGE_CLEAN, RH_PAGE_EVICTING)) {
+			was_dirty[n] = false;
 			batch[n++] = a;
 		} else if (rh_swap_cas(s, pg0 + i, RH_PAGE_DIRTY, RH_PAGE_EVICTING)) {
+			was_dirty[n] = true;
 			batch[n++] = a;
 			dirty[nd++] = a;
 		}
@@ -118,16 +136,37 @@ int rh_swap_evict_batch(rh_swap *s, uint32_t region)
 	}
 	/* Step 3: drop; the memory server holds every byte now. One call per
 	 * run of adjacent pages. */
+	size_t n_kept = 0, n_clean = 0;
 	for (size_t i = 0, j; i < n; i = j) {
 		for (j = i + 1; j < n && batch[j] == batch[j - 1] + RH_PAGE_SIZE; j++)
 			;
-		madvise((void *)batch[i], (j - i) * RH_PAGE_SIZE, MADV_DONTNEED);
+		for (size_t k = i; k < j; k++)
+			kept[k] = false;
+		if (madvise((void *)batch[i], (j - i) * RH_PAGE_SIZE, MADV_DONTNEED) == 0)
+			continue;
+		/* A failed call may have dropped part of the run: page by page,
+		 * to know which pages are still mapped. */
+		for (size_t k = i; k < j; k++) {
+			if (madvise((void *)batch[k], RH_PAGE_SIZE, MADV_DONTNEED) == 0)
+				continue;
+			drop_failed(s, batch[k]);
+			kept[k] = true;
+			n_kept++;
+		}
 	}
 	pthread_mutex_lock(&s->lock);
-	for (size_t i = 0; i < n; i++)
-		rh_swap_set(s, rh_swap_page(s, batch[i]), RH_PAGE_EVICTED);
-	atomic_fetch_sub(&s->resident, n);
-	atomic_fetch_add(&s->st.pages_dropped, n - nd);
+	for (size_t i = 0; i < n; i++) {
+		/* A page still mapped must not be EVICTED: it would never
+		 * fault again to be fetched, and a write to it would take
+		 * write-protect faults forever. It is CLEAN: protected since
+		 * step 1, and its memory server holds the same bytes. */
+		rh_swap_set(s, rh_swap_page(s, batch[i]),
+		            kept[i] ? RH_PAGE_CLEAN : RH_PAGE_EVICTED);
+		n_clean += !kept[i] && !was_dirty[i];
+	}
+	atomic_fetch_sub(&s->resident, n - n_kept);
+	atomic_fetch_add(&s->st.pages_dropped, n_clean);
+	atomic_fetch_add(&s->st.drop_failures, n_kept);
 	/* Step 4: parked faults retry (and fetch what was just written). */
 	size_t keep = 0;
 	for (size_t i = 0; i < s->n_parked; i++) {
@@ -141,7 +180,8 @@ int rh_swap_evict_batch(rh_swap *s, uint32_t region)
 	pthread_cond_broadcast(&s->cond);
 	pthread_mutex_unlock(&s->lock);
 	pthread_mutex_unlock(&s->evict_lock);
-	return (int)n;
+	*kept_out += n_kept;
+	return (int)(n - n_kept);
 }
 
 void *rh_swap_evict_main(void *arg)
@@ -158,7 +198,8 @@ void *rh_swap_evict_main(void *arg)
 			break;
 		/* Sweep regions round robin down to the low watermark. */
 		while (atomic_load(&s->resident) > s->low_pages && !atomic_load(&s->stop)) {
-			int got = rh_swap_evict_batch(s, s->clock);
+			size_t kept = 0;
+			int got = rh_swap_evict_batch(s, s->clock, &kept);
 			if (got < 0)
 				return NULL;
 			if (got == 0) {

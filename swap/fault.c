@@ -8,6 +8,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "common/grow.h"
 #include "swap/internal.h"
 
 int rh_uffd_copy(rh_swap *s, uintptr_t dst, const void *src, size_t len, bool wp, bool wake)
@@ -54,17 +55,28 @@ static void budget_wait(rh_swap *s, size_t n)
 static void install(rh_swap *s, uintptr_t a, const void *src, bool writable, bool wake)
 {
 	size_t pg = rh_swap_page(s, a);
+	uint8_t st = writable ? RH_PAGE_DIRTY : RH_PAGE_CLEAN;
 	int rc = rh_uffd_copy(s, a, src, RH_PAGE_SIZE, !writable, wake);
 	if (rc == -EEXIST) {
-		/* Present already: nothing to account. */
+		/* A page is mapped there already, though this page's state
+		 * (INIT, or FETCHING claimed by fetch()) said none was; it
+		 * still must leave FETCHING, or no fault on it would ever be
+		 * served again nor the evictor take it. It is resident, so it
+		 * is counted like any installed page (the evictor subtracts it
+		 * when it goes). DIRTY, not CLEAN: CLEAN would claim that its
+		 * memory server holds the same bytes and that the page is
+		 * write-protected, and neither is known for a page this thread
+		 * did not install; a DIRTY page is protected and written back
+		 * before it is dropped, so whatever threads saw or wrote in it
+		 * is kept. The copy just fetched is discarded. */
+		st = RH_PAGE_DIRTY;
 		if (wake)
 			rh_uffd_wake(s, a, RH_PAGE_SIZE);
-		return;
-	}
-	if (rc < 0)
+	} else if (rc < 0) {
 		rh_panic("swap: UFFDIO_COPY at %#lx failed: %s", (unsigned long)a, strerror(-rc));
+	}
 	size_t now = atomic_fetch_add(&s->resident, 1) + 1;
-	rh_swap_set(s, pg, writable ? RH_PAGE_DIRTY : RH_PAGE_CLEAN);
+	rh_swap_set(s, pg, st);
 	/* Start the evictor ahead of need, so faults rarely wait for it. */
 	if (now == s->high_pages + 1) {
 		pthread_mutex_lock(&s->lock);
@@ -75,14 +87,8 @@ static void install(rh_swap *s, uintptr_t a, const void *src, bool writable, boo
 
 static void park(rh_swap *s, uintptr_t a)
 {
-	if (s->n_parked == s->cap_parked) {
-		size_t cap = s->cap_parked ? s->cap_parked * 2 : 64;
-		uintptr_t *p = realloc(s->parked, cap * sizeof *p);
-		if (!p)
-			rh_panic("swap: out of memory parking a fault");
-		s->parked = p;
-		s->cap_parked = cap;
-	}
+	s->parked = rh_grow(s->parked, &s->cap_parked, s->n_parked + 1, sizeof *s->parked, 64,
+	                    "swap: parking a fault");
 	s->parked[s->n_parked++] = a;
 }
 

@@ -35,6 +35,7 @@ struct rh_swap {
 	bool threads_started;
 	atomic_bool stop;
 	atomic_bool failed;
+	atomic_bool drop_warned; /* a failed MADV_DONTNEED was logged */
 
 	pthread_mutex_t fault_lock, evict_lock, lock;
 	pthread_cond_t cond; /* resident changed, or work for the evictor */
@@ -52,7 +53,7 @@ struct rh_swap {
 
 	struct {
 		atomic_uint_fast64_t faults, zero_faults, wp_faults, readahead_pages, bytes_fetched,
-		        bytes_evicted, pages_dropped, batches;
+		        bytes_evicted, pages_dropped, batches, drop_failures;
 	} st;
 };
 
@@ -86,7 +87,9 @@ void *rh_swap_fault_main(void *arg);
 
 /* Eviction (evict.c). */
 void *rh_swap_evict_main(void *arg);
-/* Evict up to RH_EVICT_BATCH resident pages of a region; the count, or -1. */
-int rh_swap_evict_batch(rh_swap *s, uint32_t region);
+/* Evict up to RH_EVICT_BATCH resident pages of a region; the count, or -1.
+ * Pages claimed but not dropped (MADV_DONTNEED failed) stay resident, CLEAN,
+ * and are added to *kept. */
+int rh_swap_evict_batch(rh_swap *s, uint32_t region, size_t *kept);
 
 #endif

@@ -188,7 +188,15 @@ void rh_swap_region_freed(rh_swap *s, uint32_t region)
 	}
 	atomic_fetch_sub(&s->resident, dropped);
 	pthread_mutex_unlock(&s->lock);
-	madvise((void *)start, s->region_size, MADV_DONTNEED);
+	/* INIT promises zeros on the next touch, and the collector reuses
+	 * the region as zeroed memory while its host releases its copy:
+	 * pages left mapped would show the dead objects' bytes as fields of
+	 * new ones. They cannot be zeroed here either (touching them may
+	 * fault, and this thread holds fault_lock). */
+	if (madvise((void *)start, s->region_size, MADV_DONTNEED) != 0)
+		rh_panic("swap: cannot drop the pages of freed region %u (madvise "
+		         "MADV_DONTNEED: %s; is the heap mlock()ed?)",
+		         region, strerror(errno));
 	pthread_cond_broadcast(&s->cond);
 	pthread_mutex_unlock(&s->evict_lock);
 	pthread_mutex_unlock(&s->fault_lock);
@@ -197,10 +205,33 @@ void rh_swap_region_freed(rh_swap *s, uint32_t region)
 int rh_swap_flush_region(rh_swap *s, uint32_t region, rh_error *err)
 {
 	int got;
-	while ((got = rh_swap_evict_batch(s, region)) > 0)
+	size_t kept = 0;
+	/* A fault being handled finishes first: the faulting thread is woken
+	 * by the page's install, before the page's state is set, so a caller
+	 * that just touched a page could otherwise find it INIT or FETCHING
+	 * here, skip it, and hand its region over with the page mapped. */
+	pthread_mutex_lock(&s->fault_lock);
+	pthread_mutex_unlock(&s->fault_lock);
+	while ((got = rh_swap_evict_batch(s, region, &kept)) > 0)
 		;
 	if (got < 0 || atomic_load(&s->failed))
 		return rh_err_set(err, RH_EPEER, "swap: flushing region %u failed", region);
+	if (kept) {
+		/* The caller hands the region to its tracer next, which
+		 * changes the host's copy under any page still mapped here.
+		 * Pages that failed once may have gone in a later batch. */
+		uintptr_t start = s->base + ((uintptr_t)region << s->region_shift);
+		size_t pg0 = rh_swap_page(s, start), left = 0;
+		for (size_t i = 0; i < s->pages_per_region; i++) {
+			uint8_t st = rh_swap_get(s, pg0 + i);
+			left += st == RH_PAGE_CLEAN || st == RH_PAGE_DIRTY;
+		}
+		if (left)
+			return rh_err_set(err, RH_EIO,
+			                  "swap: flushing region %u: %zu pages could not be "
+			                  "dropped (madvise failed, see the log)",
+			                  region, left);
+	}
 	return RH_OK;
 }
 
@@ -214,6 +245,7 @@ void rh_swap_stats_get(rh_swap *s, rh_swap_stats *out)
 	out->bytes_evicted = atomic_load(&s->st.bytes_evicted);
 	out->pages_dropped = atomic_load(&s->st.pages_dropped);
 	out->batches = atomic_load(&s->st.batches);
+	out->drop_failures = atomic_load(&s->st.drop_failures);
 	out->resident_pages = atomic_load(&s->resident);
 	out->budget_pages = s->budget_pages;
 }
@@ -249,11 +281,17 @@ void rh_swap_region_filled(rh_swap *s, uint32_t region, size_t bytes)
 	uintptr_t start = s->base + ((uintptr_t)region << s->region_shift);
 	size_t pg0 = rh_swap_page(s, start);
 	size_t n = (bytes + RH_PAGE_SIZE - 1) / RH_PAGE_SIZE;
+	/* As in rh_swap_region_freed: the fault thread must not be between
+	 * reading INIT and installing zeros over what the tracer wrote. */
+	pthread_mutex_lock(&s->fault_lock);
+	pthread_mutex_lock(&s->evict_lock);
 	pthread_mutex_lock(&s->lock);
 	for (size_t i = 0; i < n && i < s->pages_per_region; i++)
 		if (rh_swap_get(s, pg0 + i) == RH_PAGE_INIT)
 			rh_swap_set(s, pg0 + i, RH_PAGE_EVICTED);
 	pthread_mutex_unlock(&s->lock);
+	pthread_mutex_unlock(&s->evict_lock);
+	pthread_mutex_unlock(&s->fault_lock);
 }
 
 unsigned rh_swap_region_evicted_pct(rh_swap *s, uint32_t region, size_t bytes)

@@ -59,6 +59,7 @@ typedef struct rh_swap_stats {
 	uint64_t bytes_evicted; /* written back */
 	uint64_t pages_dropped; /* evicted clean */
 	uint64_t batches;       /* eviction batches that ran the tag protocol */
+	uint64_t drop_failures; /* evicted pages MADV_DONTNEED failed to drop (kept) */
 	uint64_t resident_pages;
 	uint64_t budget_pages;
 } rh_swap_stats;

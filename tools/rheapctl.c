@@ -6,12 +6,14 @@
 #include <jansson.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/random.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -164,9 +166,13 @@ static json_t *read_status(const ctl *c, size_t i)
 	return json_load_file(path, 0, NULL);
 }
 
-static int cmd_up(ctl *c)
+/* supervised: this process stays in the foreground and brings the tracers
+ * down itself ('run', 'soak'); they must not outlive it even if it is
+ * killed before it can. Otherwise ('up') they are daemons. */
+static int cmd_up(ctl *c, bool supervised)
 {
 	size_t started = 0;
+	pid_t self = getpid();
 	for (size_t i = 0; i < c->cfg.n_servers; i++) {
 		if (!is_local(c->cfg.servers[i].host))
 			continue;
@@ -183,7 +189,17 @@ static int cmd_up(ctl *c)
 		if (p < 0)
 			return die("fork: %s", strerror(errno));
 		if (p == 0) {
+			/* Its own session either way: a ^C at the terminal goes to
+			 * the program 'run' forwards it to, and the tracers are
+			 * stopped after it, in order. */
 			setsid();
+			if (supervised) {
+				/* The death signal survives the exec. If this
+				 * process died before prctl, the signal will never
+				 * come: the tracer has been reparented already. */
+				if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != self)
+					_exit(1);
+			}
 			execl(c->tracerd, c->tracerd, "--config", c->config, "--index", idx,
 			      "--foreground", "--status", status, (char *)NULL);
 			fprintf(stderr, "%s: cannot run %s: %s\n", prog, c->tracerd,
@@ -301,7 +317,7 @@ static int cmd_run(ctl *c, char **argv)
 {
 	if (!argv[0])
 		return die("run: no PROGRAM given (rheapctl run [--config FILE] -- PROGRAM ARGS)");
-	if (cmd_up(c) != 0) {
+	if (cmd_up(c, true) != 0) {
 		cmd_down(c);
 		return 1;
 	}
@@ -330,7 +346,7 @@ static int cmd_run(ctl *c, char **argv)
  * FAIL and bring the tracers down. */
 static int cmd_soak(ctl *c, const rh_soak_opts *so)
 {
-	if (cmd_up(c) != 0) {
+	if (cmd_up(c, true) != 0) {
 		cmd_down(c);
 		return 1;
 	}
@@ -484,7 +500,7 @@ int main(int argc, char **argv)
 	if (c.cfg.n_servers == 0)
 		return die("%s lists no memory servers: nothing to start", c.config);
 	if (!strcmp(cmd, "up"))
-		return cmd_up(&c);
+		return cmd_up(&c, false);
 	if (!strcmp(cmd, "down"))
 		return cmd_down(&c);
 	if (!strcmp(cmd, "status"))

@@ -206,7 +206,8 @@ int main(int argc, char **argv)
 		}
 	} else {
 		cluster c;
-		if (ops_start(&c, argv[1], mode, 2, heap_mib, 0.25, 2000, NULL, NULL) < 0) {
+		if (cluster_start_with(&c, argv[1], mode, 2, heap_mib, 0.25, 2000, NULL,
+		                       OPS_TRACERS(NULL)) < 0) {
 			perror("cluster");
 			return 2;
 		}
@@ -217,7 +218,7 @@ int main(int argc, char **argv)
 			rh_heap_close(h);
 		}
 		char log[8192], bad[256];
-		CHECK(ops_log_well_formed(ops_log(&c, 0, log, sizeof log), bad, sizeof bad),
+		CHECK(ops_log_well_formed(cluster_log(&c, 0, log, sizeof log), bad, sizeof bad),
 		      "tracer log lines have a level: %s", bad);
 		cluster_stop(&c);
 	}

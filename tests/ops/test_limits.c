@@ -6,26 +6,24 @@
  *
  * usage: test-limits TRACERD PROVIDER memory|flood
  */
-#include <arpa/inet.h>
 #include <dirent.h>
 #include <jansson.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 
 #include "tests/ops/ops.h"
+#include "tests/swap/proc.h"
 
 static const char *tracerd, *provider;
 
 /* A VM in a child: keeps 40 MiB live in a 64 MiB heap with a 16 MiB cache,
  * so both tracers receive evicted pages; stops after `rounds` MiB (0 =
- * never). Its stderr goes to errfd. */
-static pid_t spawn_vm(cluster *c, unsigned rounds, int errfd)
+ * never). Its stderr is read from *errfd. */
+static pid_t spawn_vm(cluster *c, unsigned rounds, int *errfd)
 {
-	pid_t vm = fork();
+	pid_t vm = proc_fork(PROC_STDERR, errfd);
 	if (vm != 0)
 		return vm;
-	dup2(errfd, 2);
 	rh_error err;
 	rh_heap *h = cluster_open(c, &err);
 	if (!h) {
@@ -81,30 +79,32 @@ static void test_memory(void)
 	cluster c;
 	const char *lim_bad[] = {"--memory-limit", "lots", NULL};
 	const char *const *ex_bad[] = {NULL, lim_bad};
-	int rc = ops_start(&c, tracerd, provider, 2, 64, 0.25, 1000, NULL, ex_bad);
+	int rc = cluster_start_with(&c, tracerd, provider, 2, 64, 0.25, 1000, NULL,
+	                            OPS_TRACERS(ex_bad));
 	CHECK(rc < 0, "a tracer with --memory-limit lots does not start");
 	usleep(200000);
-	CHECK(strstr(ops_log(&c, 1, log, sizeof log), "--memory-limit"),
+	CHECK(strstr(cluster_log(&c, 1, log, sizeof log), "--memory-limit"),
 	      "and says which option is wrong: %s", log);
 	cluster_stop(&c);
 
 	/* Within a generous limit the same workload completes. */
 	const char *lim_ok[] = {"--memory-limit", "256MiB", NULL};
 	const char *const *ex_ok[] = {NULL, lim_ok};
-	if (ops_start(&c, tracerd, provider, 2, 64, 0.25, 1000, NULL, ex_ok) < 0) {
+	if (cluster_start_with(&c, tracerd, provider, 2, 64, 0.25, 1000, NULL, OPS_TRACERS(ex_ok)) <
+	    0) {
 		CHECK(0, "start a cluster with a 256 MiB limit");
 		return;
 	}
-	int errp[2];
-	if (pipe(errp) < 0)
+	int errp;
+	pid_t vm = spawn_vm(&c, 120, &errp);
+	if (vm < 0) {
+		CHECK(0, "fork a VM");
+		cluster_stop(&c);
 		return;
-	pid_t vm = spawn_vm(&c, 120, errp[1]);
-	close(errp[1]);
+	}
 	int st = 0;
 	int done = wait_exit(vm, 60, &st);
-	ssize_t n = read(errp[0], out, sizeof out - 1);
-	out[n > 0 ? n : 0] = 0;
-	close(errp[0]);
+	proc_drain(errp, out, sizeof out);
 	CHECK(done && WIFEXITED(st) && WEXITSTATUS(st) == 0,
 	      "within the limit the VM finishes (status %d): %s",
 	      WIFEXITED(st) ? WEXITSTATUS(st) : -1, out);
@@ -113,7 +113,8 @@ static void test_memory(void)
 	/* 4 MiB for tracer 1, which receives about half of what is evicted. */
 	const char *lim[] = {"--memory-limit", "4MiB", NULL};
 	const char *const *ex[] = {NULL, lim};
-	if (ops_start(&c, tracerd, provider, 2, 64, 0.25, 1000, NULL, ex) < 0) {
+	if (cluster_start_with(&c, tracerd, provider, 2, 64, 0.25, 1000, NULL, OPS_TRACERS(ex)) <
+	    0) {
 		CHECK(0, "start a cluster with a 4 MiB limit");
 		return;
 	}
@@ -121,16 +122,16 @@ static void test_memory(void)
 	CHECK(j && json_integer_value(json_object_get(j, "memory_limit")) == 4 << 20,
 	      "the status file shows the limit");
 	json_decref(j);
-	if (pipe(errp) < 0)
-		return;
 	double t0 = ops_now();
-	vm = spawn_vm(&c, 0, errp[1]);
-	close(errp[1]);
+	vm = spawn_vm(&c, 0, &errp);
+	if (vm < 0) {
+		CHECK(0, "fork a VM");
+		cluster_stop(&c);
+		return;
+	}
 	done = wait_exit(vm, 20, &st);
 	double dt = ops_now() - t0;
-	n = read(errp[0], out, sizeof out - 1);
-	out[n > 0 ? n : 0] = 0;
-	close(errp[0]);
+	proc_drain(errp, out, sizeof out);
 	CHECK(done && WIFEXITED(st) && WEXITSTATUS(st) == RH_EXIT_LOST,
 	      "past the limit the VM ends with status %d (got %s %d): %s", RH_EXIT_LOST,
 	      !done           ? "no exit"
@@ -143,23 +144,11 @@ static void test_memory(void)
 	int tst;
 	CHECK(wait_exit(c.pid[1], 5, &tst), "the tracer past its limit exits");
 	c.pid[1] = 0;
-	ops_log(&c, 1, log, sizeof log);
+	cluster_log(&c, 1, log, sizeof log);
 	CHECK(strstr(log, "error tracerd: CPU server lost: tracer 1: memory limit reached"),
 	      "its log says why, at level error: %s", log);
 	CHECK(ops_log_well_formed(log, bad, sizeof bad), "one event per line: %s", bad);
 	cluster_stop(&c);
-}
-
-static int raw_connect(int port)
-{
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-	inet_pton(AF_INET, cluster_host(), &a.sin_addr);
-	if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) < 0) {
-		close(fd);
-		return -1;
-	}
-	return fd;
 }
 
 static int count_sockets(pid_t p)
@@ -213,7 +202,8 @@ static void flood(int idle, int max_hs)
 	const char *args[] = {"--max-handshakes", hs, NULL};
 	const char *const *ex[] = {args, NULL};
 	cluster c;
-	if (ops_start(&c, tracerd, provider, 2, 64, 0.25, 1000, NULL, ex) < 0) {
+	if (cluster_start_with(&c, tracerd, provider, 2, 64, 0.25, 1000, NULL, OPS_TRACERS(ex)) <
+	    0) {
 		CHECK(0, "start a cluster");
 		return;
 	}
@@ -221,7 +211,7 @@ static void flood(int idle, int max_hs)
 	double t_open = ops_now();
 	int opened = 0;
 	for (int i = 0; i < idle; i++)
-		opened += (fds[i] = raw_connect(c.port[0])) >= 0;
+		opened += (fds[i] = cluster_tcp_connect(c.port[0])) >= 0;
 	CHECK(opened == idle, "%d idle connections opened (%d)", idle, opened);
 	usleep(300000);
 	int socks = count_sockets(c.pid[0]);
@@ -274,7 +264,7 @@ static void flood(int idle, int max_hs)
 	json_decref(j);
 	if (h)
 		rh_heap_close(h);
-	ops_log(&c, 0, log, sizeof log);
+	cluster_log(&c, 0, log, sizeof log);
 	CHECK(strstr(log, "warn tracerd: refused a connection: "),
 	      "%d idle: refusals are logged as warnings", idle);
 	CHECK(ops_log_well_formed(log, bad, sizeof bad), "one event per line: %s", bad);

@@ -6,8 +6,6 @@
  *
  * usage: test-security TRACERD PROVIDER
  */
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sys/socket.h>
@@ -72,7 +70,7 @@ static int hello(client *k, rh_error *err)
 static int wait_log(const cluster *c, const char *what, char *log, size_t cap)
 {
 	for (int t = 0; t < 100; t++) {
-		if (strstr(ops_log(c, 0, log, cap), what))
+		if (strstr(cluster_log(c, 0, log, cap), what))
 			return 1;
 		usleep(30000);
 	}
@@ -95,22 +93,10 @@ typedef struct proxy {
 	size_t n;
 } proxy;
 
-static int tcp_to(int port)
-{
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-	inet_pton(AF_INET, cluster_host(), &a.sin_addr);
-	if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) < 0) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
 static void *proxy_main(void *arg)
 {
 	proxy *p = arg;
-	int a = accept(p->lfd, NULL, NULL), b = tcp_to(p->target);
+	int a = accept(p->lfd, NULL, NULL), b = cluster_tcp_connect(p->target);
 	if (a < 0 || b < 0)
 		return NULL;
 	struct pollfd fds[2] = {{.fd = a, .events = POLLIN}, {.fd = b, .events = POLLIN}};
@@ -139,7 +125,8 @@ static void test_secret_and_replay(void)
 	cluster c;
 	char log[65536];
 	rh_error err;
-	if (ops_start(&c, tracerd, provider, 1, 64, 0.25, 2000, NULL, NULL) < 0) {
+	if (cluster_start_with(&c, tracerd, provider, 1, 64, 0.25, 2000, NULL, OPS_TRACERS(NULL)) <
+	    0) {
 		CHECK(0, "start a tracer");
 		return;
 	}
@@ -162,16 +149,10 @@ static void test_secret_and_replay(void)
 	if (strcmp(provider, "tcp") == 0) {
 		/* Record a genuine handshake through a relay... */
 		proxy p = {.target = c.port[0]};
-		struct sockaddr_in a = {.sin_family = AF_INET};
-		inet_pton(AF_INET, cluster_host(), &a.sin_addr);
-		socklen_t len = sizeof a;
-		p.lfd = socket(AF_INET, SOCK_STREAM, 0);
-		if (bind(p.lfd, (struct sockaddr *)&a, sizeof a) < 0 || listen(p.lfd, 1) < 0 ||
-		    getsockname(p.lfd, (struct sockaddr *)&a, &len) < 0) {
+		if ((p.lfd = cluster_bind_any(&p.port)) < 0 || listen(p.lfd, 1) < 0) {
 			CHECK(0, "proxy");
 			return;
 		}
-		p.port = ntohs(a.sin_port);
 		pthread_t thr;
 		pthread_create(&thr, NULL, proxy_main, &p);
 		client rec = {0};
@@ -190,7 +171,7 @@ static void test_secret_and_replay(void)
 		      p.n);
 		/* ...and play it back on a fresh connection: the tracer's new
 		 * nonce makes the recorded proof worthless. */
-		int fd = tcp_to(c.port[0]);
+		int fd = cluster_tcp_connect(c.port[0]);
 		CHECK(fd >= 0 && write(fd, p.rec, p.n) == (ssize_t)p.n, "replay sent");
 		uint8_t junk[4096];
 		size_t got = 0;
@@ -206,18 +187,20 @@ static void test_secret_and_replay(void)
 		/* The wrong secret earlier, and now the replay. */
 		const char *auth = "warn tracerd: refused a connection: transport: authentication "
 		                   "failed";
-		for (int t = 0; t < 100 && count(ops_log(&c, 0, log, sizeof log), auth) < 2; t++)
+		for (int t = 0; t < 100 && count(cluster_log(&c, 0, log, sizeof log), auth) < 2;
+		     t++)
 			usleep(30000);
 		CHECK(count(log, auth) == 2, "replay: refused and logged: %s", log);
 		const char *busy = "refused a second CPU server: busy";
-		for (int t = 0; t < 100 && count(ops_log(&c, 0, log, sizeof log), busy) < 1; t++)
+		for (int t = 0; t < 100 && count(cluster_log(&c, 0, log, sizeof log), busy) < 1;
+		     t++)
 			usleep(30000);
 		CHECK(count(log, busy) == 1, "replay: never taken for an authenticated CPU server");
 	}
 	if (good.conn)
 		rh_tp_close(good.conn);
 	char bad_line[256];
-	CHECK(ops_log_well_formed(ops_log(&c, 0, log, sizeof log), bad_line, sizeof bad_line),
+	CHECK(ops_log_well_formed(cluster_log(&c, 0, log, sizeof log), bad_line, sizeof bad_line),
 	      "one event per line: %s", bad_line);
 	cluster_stop(&c);
 }
@@ -227,7 +210,8 @@ static void test_outside(void)
 	cluster c;
 	char log[65536];
 	rh_error err;
-	if (ops_start(&c, tracerd, provider, 1, 64, 0.25, 2000, NULL, NULL) < 0) {
+	if (cluster_start_with(&c, tracerd, provider, 1, 64, 0.25, 2000, NULL, OPS_TRACERS(NULL)) <
+	    0) {
 		CHECK(0, "start a tracer");
 		return;
 	}
@@ -286,7 +270,8 @@ static void test_oversize(void)
 	cluster c;
 	char log[65536];
 	rh_error err;
-	if (ops_start(&c, tracerd, provider, 1, 64, 0.25, 2000, NULL, NULL) < 0) {
+	if (cluster_start_with(&c, tracerd, provider, 1, 64, 0.25, 2000, NULL, OPS_TRACERS(NULL)) <
+	    0) {
 		CHECK(0, "start a tracer");
 		return;
 	}

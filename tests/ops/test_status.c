@@ -4,14 +4,12 @@
  *
  * usage: test-status RHEAPCTL TRACERD PROVIDER
  */
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-
 #include "tests/ops/ops.h"
+#include "tests/swap/proc.h"
 
 static const char *rheapctl, *tracerd;
-static char dir[256], config[300];
+/* Only its directory, secret and config: rheapctl starts the tracers. */
+static cluster cl;
 
 typedef struct row {
 	int index, pid;
@@ -22,55 +20,18 @@ typedef struct row {
 	char heartbeat[32];
 } row;
 
-static int free_port(void)
-{
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t len = sizeof a;
-	int port = -1;
-	if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
-	    getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-		port = ntohs(a.sin_port);
-	if (fd >= 0)
-		close(fd);
-	return port;
-}
-
 /* Run rheapctl CMD on the config; its stdout in out. Exit status or -1.
  * The tracers 'up' starts inherit its stdout: that one writes to a file,
  * or reading would wait for them to exit. */
 static int ctl(const char *cmd, char *out, size_t cap)
 {
-	int p[2];
-	if (pipe(p) < 0)
-		return -1;
-	pid_t pid = fork();
-	if (pid == 0) {
-		if (!strcmp(cmd, "up")) {
-			char log[400];
-			snprintf(log, sizeof log, "%s/up.log", dir);
-			int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
-			dup2(fd, 1);
-			dup2(fd, 2);
-			close(p[1]);
-		} else {
-			dup2(p[1], 1);
-		}
-		close(p[0]);
-		execl(rheapctl, rheapctl, cmd, "--config", config, "--state-dir", dir, "--tracerd",
-		      tracerd, (char *)NULL);
-		_exit(127);
-	}
-	close(p[1]);
-	size_t n = 0;
-	ssize_t r;
-	while (n + 1 < cap && (r = read(p[0], out + n, cap - 1 - n)) > 0)
-		n += (size_t)r;
-	out[n] = 0;
-	close(p[0]);
-	int st;
-	waitpid(pid, &st, 0);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	char *argv[] = {(char *)rheapctl, (char *)cmd, "--config",      cl.config, "--state-dir",
+	                cl.dir,           "--tracerd", (char *)tracerd, NULL};
+	if (strcmp(cmd, "up"))
+		return proc_run(argv, PROC_STDOUT, NULL, out, cap);
+	char log[400];
+	snprintf(log, sizeof log, "%s/up.log", cl.dir);
+	return proc_run(argv, PROC_BOTH, log, out, cap);
 }
 
 /* The table's rows for tracers 0 and 1; how many parsed. */
@@ -146,28 +107,14 @@ int main(int argc, char **argv)
 	rheapctl = argv[1];
 	tracerd = argv[2];
 	const char *provider = argv[3];
-	snprintf(dir, sizeof dir, "/tmp/rheap-status-XXXXXX");
-	if (!mkdtemp(dir))
+	if (cluster_init(&cl, 2) < 0)
 		return 2;
-	char path[400];
-	snprintf(path, sizeof path, "%s/secret", dir);
-	FILE *f = fopen(path, "w");
-	if (!f)
+	/* 'up' starts the tracers on the config's ports: pick them now. */
+	for (int i = 0; i < 2; i++)
+		if ((cl.port[i] = cluster_free_port()) < 0)
+			return 2;
+	if (cluster_write_config(&cl, provider, 64, 0.1, 3000, NULL) < 0)
 		return 2;
-	fputs("status-test-secret-0123456789\n", f);
-	fclose(f);
-	chmod(path, 0600);
-	snprintf(config, sizeof config, "%s/heap.json", dir);
-	f = fopen(config, "w");
-	if (!f)
-		return 2;
-	fprintf(f,
-	        "{\"heap\": {\"size\": \"64MiB\"}, \"cache\": {\"fraction\": 0.1},\n"
-	        " \"transport\": {\"provider\": \"%s\", \"timeout_ms\": 3000},\n"
-	        " \"secret_file\": \"secret\",\n \"servers\": [{\"host\": \"127.0.0.1\", \"port\": "
-	        "%d}, {\"host\": \"127.0.0.1\", \"port\": %d}]}\n",
-	        provider, free_port(), free_port());
-	fclose(f);
 
 	char out[8192];
 	row rows[2];
@@ -190,7 +137,7 @@ int main(int argc, char **argv)
 	rh_error err;
 	rh_heap *h = NULL;
 	for (int t = 0; t < 50 && !h; t++)
-		if (!(h = rh_heap_open_file(config, &err)))
+		if (!(h = rh_heap_open_file(cl.config, &err)))
 			usleep(100000);
 	CHECK(h != NULL, "open the heap: %s", h ? "" : err.msg);
 	if (h) {
@@ -255,10 +202,7 @@ int main(int argc, char **argv)
 	              !strcmp(rows[1].state, "down"),
 	      "after the session both are down, exit 3: %s", out);
 	CHECK(ctl("down", out, sizeof out) == 0, "down");
-	char cmd[300];
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", dir);
+	cluster_stop(&cl);
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed != 0;
 }

@@ -4,12 +4,15 @@
 #ifndef RH_TEST_CLUSTER_H
 #define RH_TEST_CLUSTER_H
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -24,12 +27,62 @@ typedef struct cluster {
 	int port[8];
 } cluster;
 
+/* How cluster_start_with runs each tracer beyond the defaults; NULL for none. */
+typedef struct cluster_tracers {
+	/* extra[i]: NULL-terminated further arguments for tracer i, or NULL. */
+	const char *const *const *extra;
+	/* Tracer i logs at level info to DIR/log-i (cluster_log reads it back)
+	 * instead of at its default level to the test's stderr. */
+	int log;
+} cluster_tracers;
+
 /* Where tracers listen: 127.0.0.1, or RH_TEST_HOST (the Soft-RoCE guest's
  * RDMA address: rdma_cm cannot use loopback). */
 static inline const char *cluster_host(void)
 {
 	const char *h = getenv("RH_TEST_HOST");
 	return h && *h ? h : "127.0.0.1";
+}
+
+/* A TCP socket bound to cluster_host() on a port the kernel picks, which
+ * is stored in *port; the descriptor, or -1. */
+static inline int cluster_bind_any(int *port)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET};
+	socklen_t len = sizeof a;
+	inet_pton(AF_INET, cluster_host(), &a.sin_addr);
+	if (fd >= 0 && (bind(fd, (struct sockaddr *)&a, sizeof a) < 0 ||
+	                getsockname(fd, (struct sockaddr *)&a, &len) < 0)) {
+		close(fd);
+		return -1;
+	}
+	*port = ntohs(a.sin_port);
+	return fd;
+}
+
+/* A port nothing listens on at the moment, for a config written before
+ * its tracers start (by rheapctl, say). */
+static inline int cluster_free_port(void)
+{
+	int port = -1, fd = cluster_bind_any(&port);
+	if (fd < 0)
+		return -1;
+	close(fd);
+	return port;
+}
+
+/* A plain TCP connection to cluster_host():port, speaking no protocol. */
+static inline int cluster_tcp_connect(int port)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+	inet_pton(AF_INET, cluster_host(), &a.sin_addr);
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
 }
 
 static inline int cluster_write_config(cluster *c, const char *provider,
@@ -52,6 +105,31 @@ static inline int cluster_write_config(cluster *c, const char *provider,
 	return 0;
 }
 
+/* The temporary directory with its secret, for n servers on placeholder
+ * ports; no config written yet and no tracer started. cluster_stop removes
+ * it. */
+static inline int cluster_init(cluster *c, int n)
+{
+	memset(c, 0, sizeof *c);
+	snprintf(c->dir, sizeof c->dir, "/tmp/rheap-test-XXXXXX");
+	if (n < 1 || n > (int)(sizeof c->pid / sizeof c->pid[0]) || !mkdtemp(c->dir))
+		return -1;
+	char path[400];
+	snprintf(path, sizeof path, "%s/secret", c->dir);
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	if (fd < 0 || write(fd, "test-secret-0123456789abcdef\n", 29) != 29) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	close(fd);
+	snprintf(c->config, sizeof c->config, "%s/heap.json", c->dir);
+	c->n = n;
+	for (int i = 0; i < n; i++)
+		c->port[i] = 1 + i;
+	return 0;
+}
+
 /* The port tracer i listens on, from its status file; -1 until it is up. */
 static inline int cluster_read_port(cluster *c, int i)
 {
@@ -67,56 +145,85 @@ static inline int cluster_read_port(cluster *c, int i)
 	return p ? atoi(p + 7) : -1;
 }
 
+/* In the child: become tracer i. Does not return. */
+static inline void cluster_exec_tracer(const cluster *c, int i, const char *tracerd,
+                                       const cluster_tracers *t)
+{
+	char idx[16], status[400], listen[300], log[400];
+	snprintf(idx, sizeof idx, "%d", i);
+	snprintf(listen, sizeof listen, "%s:0", cluster_host());
+	snprintf(status, sizeof status, "%s/status-%d", c->dir, i);
+	const char *argv[48] = {tracerd,    "--config",     c->config,   "--index",
+	                        idx,        "--foreground", "--listen",  listen,
+	                        "--status", status,         "--wait-ms", "60000"};
+	int k = 12;
+	if (t && t->log) {
+		snprintf(log, sizeof log, "%s/log-%d", c->dir, i);
+		int lfd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+		if (lfd >= 0)
+			dup2(lfd, 2);
+		argv[k++] = "--log-level";
+		argv[k++] = "info";
+	}
+	const int max = (int)(sizeof argv / sizeof argv[0]) - 1;
+	for (const char *const *e = t && t->extra ? t->extra[i] : NULL; e && *e; e++) {
+		/* Dropping an argument would test something else: refuse. */
+		if (k == max) {
+			fprintf(stderr, "cluster: too many arguments for tracer %d\n", i);
+			_exit(127);
+		}
+		argv[k++] = *e;
+	}
+	argv[k] = NULL;
+	execv(tracerd, (char *const *)argv);
+	_exit(127);
+}
+
 /* Tracers listen on ports the kernel picks (--listen 127.0.0.1:0) and
  * report them in their status files; the CPU server's config is then
  * written with those ports. Ports picked in advance could collide with a
- * concurrent run. */
-static inline int cluster_start(cluster *c, const char *tracerd, const char *provider, int n,
-                                unsigned long long heap_mib, double cache, unsigned timeout_ms,
-                                const char *extra_gc)
+ * concurrent run. Fails at once when a tracer exits while starting (a
+ * test may expect that: its log says why). */
+static inline int cluster_start_with(cluster *c, const char *tracerd, const char *provider, int n,
+                                     unsigned long long heap_mib, double cache, unsigned timeout_ms,
+                                     const char *extra_gc, const cluster_tracers *t)
 {
-	memset(c, 0, sizeof *c);
-	snprintf(c->dir, sizeof c->dir, "/tmp/rheap-test-XXXXXX");
-	if (!mkdtemp(c->dir))
+	if (cluster_init(c, n) < 0)
 		return -1;
-	char path[400];
-	snprintf(path, sizeof path, "%s/secret", c->dir);
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
-	if (fd < 0 || write(fd, "test-secret-0123456789abcdef\n", 29) != 29)
-		return -1;
-	close(fd);
-	snprintf(c->config, sizeof c->config, "%s/heap.json", c->dir);
-	c->n = n;
-	for (int i = 0; i < n; i++)
-		c->port[i] = 1 + i; /* placeholders: the tracers listen elsewhere */
 	if (cluster_write_config(c, provider, heap_mib, cache, timeout_ms, extra_gc) < 0)
 		return -1;
 	for (int i = 0; i < n; i++) {
 		pid_t p = fork();
 		if (p < 0)
 			return -1;
-		if (p == 0) {
-			char idx[16], status[400], listen[300];
-			snprintf(idx, sizeof idx, "%d", i);
-			snprintf(listen, sizeof listen, "%s:0", cluster_host());
-			snprintf(status, sizeof status, "%s/status-%d", c->dir, i);
-			execl(tracerd, tracerd, "--config", c->config, "--index", idx,
-			      "--foreground", "--listen", listen, "--status", status, "--wait-ms",
-			      "60000", (char *)NULL);
-			_exit(127);
-		}
+		if (p == 0)
+			cluster_exec_tracer(c, i, tracerd, t);
 		c->pid[i] = p;
 	}
 	/* Up to 30 s: a loaded CI machine can take seconds to start them. */
 	for (int i = 0; i < n; i++) {
 		int port = -1;
-		for (int t = 0; t < 3000 && (port = cluster_read_port(c, i)) <= 0; t++)
+		for (int k = 0; k < 3000 && (port = cluster_read_port(c, i)) <= 0; k++) {
+			if (waitpid(c->pid[i], NULL, WNOHANG) == c->pid[i]) {
+				c->pid[i] = 0;
+				return -1;
+			}
 			usleep(10000);
+		}
 		if (port <= 0)
 			return -1;
 		c->port[i] = port;
 	}
 	return cluster_write_config(c, provider, heap_mib, cache, timeout_ms, extra_gc);
+}
+
+/* Tracers with their default arguments and logging. */
+static inline int cluster_start(cluster *c, const char *tracerd, const char *provider, int n,
+                                unsigned long long heap_mib, double cache, unsigned timeout_ms,
+                                const char *extra_gc)
+{
+	return cluster_start_with(c, tracerd, provider, n, heap_mib, cache, timeout_ms, extra_gc,
+	                          NULL);
 }
 
 /* Open the heap, retrying while the tracers start listening. */
@@ -130,6 +237,22 @@ static inline rh_heap *cluster_open(cluster *c, rh_error *err)
 		usleep(50000);
 	}
 	return NULL;
+}
+
+/* Tracer i's log so far (started with cluster_tracers.log), NUL-terminated
+ * and truncated to cap. */
+static inline const char *cluster_log(const cluster *c, int i, char *buf, size_t cap)
+{
+	char path[400];
+	snprintf(path, sizeof path, "%s/log-%d", c->dir, i);
+	buf[0] = 0;
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return buf;
+	size_t n = fread(buf, 1, cap - 1, f);
+	buf[n] = 0;
+	fclose(f);
+	return buf;
 }
 
 static inline void cluster_stop(cluster *c)

@@ -12,6 +12,7 @@
 #include "runtime/internal.h"
 #include "tests/swap/check.h"
 #include "tests/swap/cluster.h"
+#include "tests/swap/proc.h"
 
 static const char *tracerd, *provider;
 
@@ -20,54 +21,29 @@ static double now_s(void)
 	return (double)rh_now_ns() / 1e9;
 }
 
-/* Run a command, capture stderr, return its exit status (or -1). */
-static int run(char *const argv[], char *out, size_t cap)
-{
-	int p[2];
-	if (pipe(p) < 0)
-		return -1;
-	pid_t pid = fork();
-	if (pid == 0) {
-		dup2(p[1], 2);
-		dup2(p[1], 1);
-		close(p[0]);
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	close(p[1]);
-	size_t n = 0;
-	ssize_t r;
-	while (n + 1 < cap && (r = read(p[0], out + n, cap - 1 - n)) > 0)
-		n += (size_t)r;
-	out[n] = 0;
-	close(p[0]);
-	int st;
-	waitpid(pid, &st, 0);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 static void test_command_line(const cluster *c)
 {
 	char out[4096], bad[400];
 	char *a1[] = {(char *)tracerd, "--index", "0", NULL};
-	CHECK(run(a1, out, sizeof out) == 2 && strstr(out, "--config"),
+	CHECK(proc_run(a1, PROC_BOTH, NULL, out, sizeof out) == 2 && strstr(out, "--config"),
 	      "no --config: exit 2 naming it (%s)", out);
 	char *a2[] = {(char *)tracerd, "--config", (char *)c->config, "--index", "7", NULL};
-	CHECK(run(a2, out, sizeof out) == 2 && strstr(out, "--index 7"),
+	CHECK(proc_run(a2, PROC_BOTH, NULL, out, sizeof out) == 2 && strstr(out, "--index 7"),
 	      "--index beyond the servers: exit 2 naming it (%s)", out);
 	snprintf(bad, sizeof bad, "%s/bad.json", c->dir);
 	FILE *f = fopen(bad, "w");
 	fputs("{\"heap\": {\"size\": \"64MiB\"}, \"gc\": {\"order\": \"sideways\"}}", f);
 	fclose(f);
 	char *a3[] = {(char *)tracerd, "--config", bad, "--index", "0", NULL};
-	CHECK(run(a3, out, sizeof out) == 2 && strstr(out, "gc.order"),
+	CHECK(proc_run(a3, PROC_BOTH, NULL, out, sizeof out) == 2 && strstr(out, "gc.order"),
 	      "bad config: exit 2 naming the key (%s)", out);
 	char *a4[] = {(char *)tracerd, "--config", (char *)c->config, "--index", "0", "--listen",
 	              "nocolon",       NULL};
-	CHECK(run(a4, out, sizeof out) == 2 && strstr(out, "--listen"),
+	CHECK(proc_run(a4, PROC_BOTH, NULL, out, sizeof out) == 2 && strstr(out, "--listen"),
 	      "bad --listen: exit 2 naming it (%s)", out);
 	char *a5[] = {(char *)tracerd, "--version", NULL};
-	CHECK(run(a5, out, sizeof out) == 0 && strstr(out, "rheap-tracerd"), "--version (%s)", out);
+	CHECK(proc_run(a5, PROC_BOTH, NULL, out, sizeof out) == 0 && strstr(out, "rheap-tracerd"),
+	      "--version (%s)", out);
 }
 
 static void test_busy(cluster *c)
@@ -98,12 +74,15 @@ static void test_busy(cluster *c)
 static void test_lost_tracer(cluster *c, int sig, double limit_s)
 {
 	const char *how = sig == SIGKILL ? "killed" : "hung";
-	int ready[2], errp[2];
-	if (pipe(ready) < 0 || pipe(errp) < 0)
+	int ready[2], errp;
+	if (pipe(ready) < 0)
 		return;
-	pid_t vm = fork();
+	pid_t vm = proc_fork(PROC_STDERR, &errp);
+	if (vm < 0) {
+		CHECK(0, "fork the VM (%s tracer)", how);
+		return;
+	}
 	if (vm == 0) {
-		dup2(errp[1], 2);
 		rh_error err;
 		rh_heap *h = cluster_open(c, &err);
 		if (!h) {
@@ -131,7 +110,6 @@ static void test_lost_tracer(cluster *c, int sig, double limit_s)
 		}
 	}
 	close(ready[1]);
-	close(errp[1]);
 	char b;
 	int got = read(ready[0], &b, 1) == 1;
 	CHECK(got, "the VM started (%s tracer)", how);
@@ -147,9 +125,8 @@ static void test_lost_tracer(cluster *c, int sig, double limit_s)
 		kill(vm, SIGKILL);
 		waitpid(vm, &st, 0);
 	}
-	char out[4096] = {0};
-	ssize_t n = read(errp[0], out, sizeof out - 1);
-	out[n > 0 ? n : 0] = 0;
+	char out[4096];
+	proc_drain(errp, out, sizeof out);
 	/* A stopped tracer is resumed only to be killed. */
 	kill(c->pid[1], SIGKILL);
 	kill(c->pid[1], SIGCONT);
@@ -175,7 +152,6 @@ static void test_lost_tracer(cluster *c, int sig, double limit_s)
 	if (w == c->pid[0])
 		c->pid[0] = 0;
 	close(ready[0]);
-	close(errp[0]);
 }
 
 int main(int argc, char **argv)

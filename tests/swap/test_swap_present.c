@@ -1,0 +1,210 @@
+/* Pages still mapped when their state says they are not stay consistent.
+ *
+ * Pinned: pages the kernel refuses to drop (mlock()ed, so MADV_DONTNEED
+ * fails) stay resident, CLEAN and counted; a write to one goes through;
+ * flushing their region reports them instead of pretending the memory
+ * server is their only holder; once unlocked they evict and come back
+ * intact.
+ *
+ * Raced: a page found mapped when the fault thread installs it by
+ * readahead (UFFDIO_COPY says EEXIST; made here by marking a resident page
+ * EVICTED behind the swap system's back) ends DIRTY and counted, not
+ * FETCHING forever: writes to it go through, and it is written back.
+ *
+ * usage: test-swap-present TRACERD PROVIDER
+ */
+#include <sys/syscall.h>
+
+#include "runtime/internal.h"
+#include "swap/internal.h"
+#include "tests/swap/check.h"
+#include "tests/swap/cluster.h"
+
+#define PAGES 16
+#define LOCKED_FIRST 4
+#define LOCKED_N 3
+
+/* A write to a mapped page whose state says EVICTED or FETCHING takes
+ * write-protect faults forever:
+ * fail with a reason rather than by the harness's timeout. */
+static void on_alarm(int sig)
+{
+	static const char msg[] =
+	        "not ok: stuck (a fault retried forever on a page mapped against its state?)\n";
+	ssize_t w = write(1, msg, sizeof msg - 1);
+	(void)w;
+	(void)sig;
+	_exit(1);
+}
+
+static uint8_t pattern(size_t i)
+{
+	return (uint8_t)(i * 131 + (i >> 12) * 7 + 1);
+}
+
+/* The fault thread wakes a faulting thread when it installs the page and
+ * sets the page's state just after: wait for the fault being handled. */
+static void settle(rh_swap *s)
+{
+	pthread_mutex_lock(&s->fault_lock);
+	pthread_mutex_unlock(&s->fault_lock);
+}
+
+/* Pages of the heap CLEAN or DIRTY: what the resident count must say. */
+static size_t count_resident(rh_swap *s)
+{
+	size_t k = 0;
+	for (size_t pg = 0; pg < s->n_pages; pg++) {
+		uint8_t st = rh_swap_get(s, pg);
+		k += st == RH_PAGE_CLEAN || st == RH_PAGE_DIRTY;
+	}
+	return k;
+}
+
+static size_t count_state(rh_swap *s, uintptr_t a, size_t n, uint8_t st)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		k += rh_swap_page_state(s, a + i * RH_PAGE_SIZE) == st;
+	return k;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 3) {
+		fprintf(stderr, "usage: %s TRACERD PROVIDER\n", argv[0]);
+		return 2;
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	signal(SIGALRM, on_alarm);
+	alarm(40);
+	cluster c;
+	if (cluster_start(&c, argv[1], argv[2], 2, 64, 0.25, 3000, NULL) < 0) {
+		perror("cluster");
+		return 2;
+	}
+	rh_error err;
+	rh_heap *h = cluster_open(&c, &err);
+	CHECK(h != NULL, "open a disaggregated heap (%s): %s", argv[2], h ? "" : err.msg);
+	if (!h) {
+		cluster_stop(&c);
+		printf("%d passed, %d failed\n", passed, failed);
+		return 1;
+	}
+	rh_type_desc bytes = {
+	        .name = "bytes", .layout = RH_LAYOUT_BYTE_ARRAY, .size = 16, .elem_size = 1};
+	rh_type_id t_bytes = rh_type_register(h, &bytes, &err);
+	static void *arr;
+	rh_global_add(h, &arr);
+	rh_mutator *m = rh_mutator_attach(h, &err);
+	/* One page more than needed: the pages wholly inside the array. */
+	arr = rh_alloc_array(m, t_bytes, (PAGES + 1) * RH_PAGE_SIZE);
+	CHECK(arr != NULL, "allocate the array");
+	if (!arr)
+		goto out;
+	/* No allocation from here on and the mutator never parks: nothing
+	 * collects, nothing moves. */
+	uintptr_t p0 = ((uintptr_t)arr + 16 + RH_PAGE_SIZE - 1) & ~(uintptr_t)(RH_PAGE_SIZE - 1);
+	uint8_t *pages = (uint8_t *)p0;
+	for (size_t i = 0; i < PAGES * RH_PAGE_SIZE; i++)
+		pages[i] = pattern(i);
+	uint32_t region = rh_region_index(h, p0);
+	CHECK(rh_region_index(h, p0 + PAGES * RH_PAGE_SIZE - 1) == region,
+	      "the pages lie in one region");
+	uint8_t *locked = pages + LOCKED_FIRST * RH_PAGE_SIZE;
+	/* The system calls themselves: AddressSanitizer makes mlock() a
+	 * no-op. */
+	if (syscall(SYS_mlock, locked, LOCKED_N * RH_PAGE_SIZE) != 0) {
+		printf("# mlock: %s: skipped\n", strerror(errno));
+		rh_mutator_detach(m);
+		rh_heap_close(h);
+		cluster_stop(&c);
+		return 77;
+	}
+	rh_swap *s = h->swap;
+	rh_swap_stats s0, s1;
+	rh_swap_stats_get(s, &s0);
+
+	int rc = rh_swap_flush_region(s, region, &err);
+	CHECK(rc != RH_OK && strstr(err.msg, "could not be dropped"),
+	      "flushing a region with locked pages fails, saying so (%s)",
+	      rc == RH_OK ? "it succeeded" : err.msg);
+	rh_swap_stats_get(s, &s1);
+	CHECK(s1.drop_failures >= s0.drop_failures + LOCKED_N,
+	      "the %d locked pages are counted as not dropped (%llu)", LOCKED_N,
+	      (unsigned long long)(s1.drop_failures - s0.drop_failures));
+	CHECK(count_state(s, (uintptr_t)locked, LOCKED_N, RH_PAGE_CLEAN) == LOCKED_N,
+	      "they are CLEAN, not EVICTED");
+	CHECK(count_state(s, p0, LOCKED_FIRST, RH_PAGE_EVICTED) == LOCKED_FIRST &&
+	              count_state(s, p0 + (LOCKED_FIRST + LOCKED_N) * RH_PAGE_SIZE,
+	                          PAGES - LOCKED_FIRST - LOCKED_N,
+	                          RH_PAGE_EVICTED) == PAGES - LOCKED_FIRST - LOCKED_N,
+	      "the other pages were evicted");
+
+	/* Write-protected and CLEAN: one write-protect fault makes it DIRTY.
+	 * (Left EVICTED, the fault would be retried forever.) */
+	locked[5] ^= 0xff;
+	CHECK(rh_swap_page_state(s, (uintptr_t)locked) == RH_PAGE_DIRTY,
+	      "a write to a kept page goes through and dirties it");
+
+	CHECK(syscall(SYS_munlock, locked, LOCKED_N * RH_PAGE_SIZE) == 0, "munlock");
+	rc = rh_swap_flush_region(s, region, &err);
+	CHECK(rc == RH_OK, "unlocked, the region flushes (%s)", rc == RH_OK ? "" : err.msg);
+	CHECK(count_state(s, p0, PAGES, RH_PAGE_EVICTED) == PAGES, "every page is evicted");
+	rh_swap_stats_get(s, &s0);
+	CHECK(s0.drop_failures == s1.drop_failures, "with no further drop failures");
+
+	/* Fetched back: the written byte and the rest. */
+	size_t bad = 0;
+	for (size_t i = 0; i < PAGES * RH_PAGE_SIZE; i++) {
+		uint8_t want = pattern(i);
+		if (i == LOCKED_FIRST * RH_PAGE_SIZE + 5)
+			want ^= 0xff;
+		bad += pages[i] != want;
+	}
+	CHECK(bad == 0, "the pages read back intact (%zu bytes differ)", bad);
+
+	/* Raced. B is resident, A before it evicted; then B is marked
+	 * EVICTED (and uncounted) while still mapped, as if a drop had been
+	 * lost. A's fault reads B ahead and finds it mapped. */
+	CHECK(rh_swap_flush_region(s, region, &err) == RH_OK, "flush the region again");
+	rh_swap_set_readahead(s, 4);
+	uintptr_t a = p0 + 3 * RH_PAGE_SIZE, b = a + RH_PAGE_SIZE;
+	size_t ib = 4 * RH_PAGE_SIZE;
+	volatile uint8_t *vp = pages;
+	CHECK(vp[ib] == pattern(ib), "B reads back");
+	settle(s);
+	CHECK(rh_swap_page_state(s, b) == RH_PAGE_CLEAN &&
+	              rh_swap_page_state(s, a) == RH_PAGE_EVICTED,
+	      "B fetched CLEAN, A still EVICTED (%u, %u)", rh_swap_page_state(s, b),
+	      rh_swap_page_state(s, a));
+	pthread_mutex_lock(&s->fault_lock);
+	rh_swap_set(s, rh_swap_page(s, b), RH_PAGE_EVICTED);
+	atomic_fetch_sub(&s->resident, 1);
+	pthread_mutex_unlock(&s->fault_lock);
+	CHECK(vp[3 * RH_PAGE_SIZE] == pattern(3 * RH_PAGE_SIZE), "A reads back");
+	settle(s);
+	CHECK(rh_swap_page_state(s, b) == RH_PAGE_DIRTY,
+	      "B, found mapped by A's readahead, is DIRTY (state %u)", rh_swap_page_state(s, b));
+	rh_swap_stats_get(s, &s1);
+	size_t counted = count_resident(s);
+	CHECK(s1.resident_pages == counted,
+	      "the resident count matches the CLEAN and DIRTY pages (%llu, %zu)",
+	      (unsigned long long)s1.resident_pages, counted);
+	vp[ib + 9] ^= 0x5a;
+	settle(s);
+	CHECK(vp[ib] == pattern(ib) && vp[ib + 9] == (uint8_t)(pattern(ib + 9) ^ 0x5a),
+	      "B keeps its bytes and takes a write");
+	CHECK(rh_swap_flush_region(s, region, &err) == RH_OK &&
+	              rh_swap_page_state(s, b) == RH_PAGE_EVICTED,
+	      "B is written back and evicted");
+	CHECK(vp[ib + 9] == (uint8_t)(pattern(ib + 9) ^ 0x5a) && vp[ib] == pattern(ib),
+	      "and fetched back with the write");
+out:
+	arr = NULL;
+	rh_mutator_detach(m);
+	rh_heap_close(h);
+	cluster_stop(&c);
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed != 0;
+}
