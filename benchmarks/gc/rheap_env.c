@@ -45,12 +45,18 @@ void rhb_oom(void)
 /* Every event of one collection arrives on the collecting thread while the
  * mutator is stopped, so the pause runs from the first event of a
  * gc_index to the last one. A collection is closed when the next one
- * begins or the run ends: the runtime names no single "last" phase. */
+ * begins or the run ends: the runtime names no single "last" phase. A
+ * collection that begins within 50 us of the last one's end (a full
+ * collection following a partial one with the mutator still stopped)
+ * extends that pause: the mutator saw one. */
+#define MERGE_NS 50000
 static void on_event(const rh_event *ev, void *data)
 {
 	rhb_env *e = data;
 	uint64_t now = gcb_now_ns();
-	if (!e->open || ev->gc_index != e->gc_index) {
+	if (e->open && ev->gc_index != e->gc_index && now - e->last_ns < MERGE_NS) {
+		e->gc_index = ev->gc_index;
+	} else if (!e->open || ev->gc_index != e->gc_index) {
 		if (e->open)
 			gcb_pauses_end(&e->pauses, e->last_ns);
 		gcb_pauses_begin(&e->pauses, now);

@@ -186,6 +186,10 @@ RH_API int rh_frame_range_add(rh_heap *h, uintptr_t ip_lo, uintptr_t ip_hi, rh_f
 typedef enum rh_phase {
 	RH_PHASE_STOP = 0,  /* stopping mutators */
 	RH_PHASE_ROOTS = 1, /* scanning roots and remembered sets */
+	/* With gc.reorder on (the default) a collection copies each object
+	 * when the traversal first reaches it and fixes references as it
+	 * goes: its MARK and FIXUP phases are empty and EVACUATE holds all
+	 * three. */
 	RH_PHASE_MARK = 2,
 	RH_PHASE_EVACUATE = 3,
 	RH_PHASE_FIXUP = 4,   /* updating references to moved objects */

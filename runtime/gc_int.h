@@ -1,0 +1,40 @@
+/* What the collection driver (collect.c) and the object mover (evac.c)
+ * share about one collection in progress. Not exported. */
+#ifndef RH_RUNTIME_GC_INT_H
+#define RH_RUNTIME_GC_INT_H
+
+#include "runtime/internal.h"
+
+typedef struct rh_gc {
+	rh_heap *h;
+	rh_gc_kind kind;
+	/* Copy on first visit (partial collections in traversal order);
+	 * otherwise mark, then copy in order, then fix (docs/collector.md). */
+	bool one_pass;
+	/* Two-pass: slots outside the set that hold references into it.
+	 * One-pass: the work list of slots still to resolve (a stack for DFS,
+	 * a queue [head, n) for BFS). */
+	void ***slots;
+	size_t n_slots, cap_slots, head;
+	uint64_t *live; /* per region, from the marker (two-pass) */
+	uint64_t copied_bytes, copied_objects, pinned;
+	uint64_t kept_bytes; /* live bytes left in place (one-pass) */
+	uint64_t eden_bytes; /* eden in the collection set */
+} rh_gc;
+
+/* A slot outside the set (frame, global, remembered card) holding a
+ * reference into it. */
+void rh_gc_root_slot(rh_gc *g, void **slot);
+/* A conservatively referenced (pinned) object inside the set. */
+void rh_gc_root_object(rh_gc *g, uintptr_t obj);
+
+/* One-pass: copy everything reachable from the roots given, fixing each
+ * slot as it is resolved and re-recording cross-region references. */
+void rh_evac_trace(rh_gc *g);
+
+/* Two-pass, after marking: copy in the marker's order, then fix every
+ * root slot and every survivor's fields. */
+void rh_evac_ordered(rh_gc *g);
+void rh_evac_fix(rh_gc *g);
+
+#endif
