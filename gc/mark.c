@@ -2,6 +2,7 @@
 #include <stdlib.h>
 
 #include "common/common.h"
+#include "common/grow.h"
 #include "gc/mark.h"
 #include "gc/object.h"
 
@@ -38,16 +39,6 @@ void rh_marker_reset(rh_marker *mk)
 	mk->n_deferred = 0;
 }
 
-static void *grow(void *p, size_t *cap, size_t elem)
-{
-	size_t n = *cap ? *cap * 2 : 4096;
-	void *q = realloc(p, n * elem);
-	if (!q)
-		rh_panic("marker: out of memory growing a work list to %zu entries", n);
-	*cap = n;
-	return q;
-}
-
 /* BFS uses work[] as a queue [head, n); DFS as a stack [0, n). */
 static void push(rh_marker *mk, uintptr_t obj)
 {
@@ -60,7 +51,8 @@ static void push(rh_marker *mk, uintptr_t obj)
 			mk->work_n = live;
 		}
 		if (mk->work_n == mk->work_cap)
-			mk->work = grow(mk->work, &mk->work_cap, sizeof *mk->work);
+			mk->work = rh_grow(mk->work, &mk->work_cap, mk->work_n + 1,
+			                   sizeof *mk->work, 4096, "marker: work list");
 	}
 	mk->work[mk->work_n++] = obj;
 }
@@ -74,7 +66,8 @@ static int mark(rh_marker *mk, uintptr_t obj)
 		return 0;
 	mk->mark_bits[i >> 6] |= bit;
 	if (mk->n_order == mk->cap_order)
-		mk->order = grow(mk->order, &mk->cap_order, sizeof *mk->order);
+		mk->order = rh_grow(mk->order, &mk->cap_order, mk->n_order + 1, sizeof *mk->order,
+		                    4096, "marker: order");
 	mk->order[mk->n_order++] = obj;
 	size_t bytes = rh_hdr_bytes(rh_hdr((void *)obj));
 	mk->live_bytes[(obj - mk->heap_lo) >> mk->region_shift] += bytes;
@@ -133,7 +126,8 @@ static int deferred(rh_marker *mk, uintptr_t obj)
 	if (!mk->valid || mk->valid(mk->valid_ctx, obj))
 		return 0;
 	if (mk->n_deferred == mk->cap_deferred)
-		mk->deferred = grow(mk->deferred, &mk->cap_deferred, sizeof *mk->deferred);
+		mk->deferred = rh_grow(mk->deferred, &mk->cap_deferred, mk->n_deferred + 1,
+		                       sizeof *mk->deferred, 4096, "marker: deferred list");
 	mk->deferred[mk->n_deferred++] = obj;
 	return 1;
 }

@@ -17,10 +17,26 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/grow.h"
 #include "gc/bitmap.h"
 #include "runtime/gc_int.h"
 
 /* ---------------------------------------------------------------- destinations */
+
+/* `bytes` from destination region cur (index + 1, 0 for none); 0 if it
+ * has no room. */
+static inline uintptr_t bump_in(rh_heap *h, uint32_t cur, size_t bytes)
+{
+	if (!cur)
+		return 0;
+	rh_region *d = &h->regions[cur - 1];
+	if (d->start + h->region_size - d->top < bytes)
+		return 0;
+	uintptr_t p = d->top;
+	d->top += bytes;
+	d->live_bytes += bytes;
+	return p;
+}
 
 /* Bump-allocate `bytes` in the copy destination *cur (region index + 1), or
  * in a fresh region of `kind` taken for it; 0 when none is free. A full old
@@ -28,15 +44,12 @@
  * end); a survivor region's tail just stays unused. */
 static uintptr_t bump_dest(rh_heap *h, uint32_t *cur, size_t bytes, rh_region_kind kind)
 {
+	uintptr_t p = bump_in(h, *cur, bytes);
+	if (p)
+		return p;
 	if (*cur) {
 		rh_region *d = &h->regions[*cur - 1];
 		uintptr_t end = d->start + h->region_size;
-		if (end - d->top >= bytes) {
-			uintptr_t p = d->top;
-			d->top += bytes;
-			d->live_bytes += bytes;
-			return p;
-		}
 		if (kind == RH_REGION_OLD && end > d->top) {
 			rh_fill((void *)d->top, end - d->top);
 			d->top = end;
@@ -89,16 +102,9 @@ static inline uintptr_t dest_for(rh_gc *g, rh_region *r, size_t bytes)
 	rh_heap *h = g->h;
 	uint32_t age = r->survivals + 1;
 	bool young = g->kind == RH_GC_PARTIAL && r->kind == RH_REGION_EDEN && age < RH_TENURE;
-	uint32_t cur = young ? h->surv_dest[age] : h->dest_region;
-	if (cur) {
-		rh_region *d = &h->regions[cur - 1];
-		if (d->start + h->region_size - d->top >= bytes) {
-			uintptr_t p = d->top;
-			d->top += bytes;
-			d->live_bytes += bytes;
-			return p;
-		}
-	}
+	uintptr_t p = bump_in(h, young ? h->surv_dest[age] : h->dest_region, bytes);
+	if (p)
+		return p;
 	return young ? surv_alloc(h, bytes, age) : dest_alloc(h, bytes);
 }
 
@@ -151,25 +157,15 @@ static inline void remember(rh_heap *h, void **slot, uintptr_t v)
 
 static __attribute__((noinline)) void make_room(rh_gc *g)
 {
-	{
-		if (g->head > 0) {
-			/* A BFS queue's consumed front is reused first. */
-			size_t live = g->n_slots - g->head;
-			memmove(g->slots, g->slots + g->head, live * sizeof *g->slots);
-			g->n_slots = live;
-			g->head = 0;
-		}
-		if (g->n_slots == g->cap_slots) {
-			size_t cap = g->cap_slots ? g->cap_slots * 2 : 4096;
-			void ***s = realloc(g->slots, cap * sizeof *s);
-			if (!s)
-				rh_panic("collector: out of memory growing the work list to %zu "
-				         "slots",
-				         cap);
-			g->slots = s;
-			g->cap_slots = cap;
-		}
+	if (g->head > 0) {
+		/* A BFS queue's consumed front is reused first. */
+		size_t live = g->n_slots - g->head;
+		memmove(g->slots, g->slots + g->head, live * sizeof *g->slots);
+		g->n_slots = live;
+		g->head = 0;
 	}
+	g->slots = rh_grow(g->slots, &g->cap_slots, g->n_slots + 1, sizeof *g->slots, 4096,
+	                   "collector: work list");
 }
 
 static inline void push(rh_gc *g, void **slot)

@@ -16,7 +16,8 @@ typedef struct rh_gc {
 	 * a queue [head, n) for BFS). */
 	void ***slots;
 	size_t n_slots, cap_slots, head;
-	uint64_t *live; /* per region, from the marker (two-pass) */
+	uint64_t *live; /* per region: bytes the marker marked (two-pass), or
+	                 * bytes kept in place (one-pass) */
 	uint64_t copied_bytes, copied_objects, pinned;
 	uint64_t kept_bytes; /* live bytes left in place (one-pass) */
 	uint64_t eden_bytes; /* eden in the collection set */

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "tests/swap/check.h"
+#include "tests/swap/cluster.h"
 
 static const char *rheapctl, *tracerd;
 static char dir[256], config[300];
@@ -35,20 +36,6 @@ static double now_s(void)
 	struct timespec t;
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
-static int free_port(void)
-{
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t len = sizeof a;
-	int port = -1;
-	if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
-	    getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-		port = ntohs(a.sin_port);
-	if (fd >= 0)
-		close(fd);
-	return port;
 }
 
 static long read_long(const char *path)
@@ -205,8 +192,8 @@ int main(int argc, char **argv)
 	if (fd < 0 || write(fd, "orphans-test-secret-0123456789\n", 31) != 31)
 		return 2;
 	close(fd);
-	ports[0] = free_port();
-	ports[1] = free_port();
+	ports[0] = cluster_free_port();
+	ports[1] = cluster_free_port();
 	snprintf(config, sizeof config, "%s/heap.json", dir);
 	FILE *f = fopen(config, "w");
 	if (!f || ports[0] <= 0 || ports[1] <= 0)
