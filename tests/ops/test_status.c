@@ -195,9 +195,15 @@ int main(int argc, char **argv)
 		rh_heap_close(h);
 	}
 	/* A tracer serves one CPU server and exits when it leaves. */
+	/* Status exits 3 once any tracer is down: wait for both rows. */
 	int st = -1;
-	for (int t = 0; t < 50 && (st = ctl("status", out, sizeof out)) != 3; t++)
+	for (int t = 0; t < 100; t++) {
+		st = ctl("status", out, sizeof out);
+		if (st == 3 && parse(out, rows) == 2 && !strcmp(rows[0].state, "down") &&
+		    !strcmp(rows[1].state, "down"))
+			break;
 		usleep(100000);
+	}
 	CHECK(st == 3 && parse(out, rows) == 2 && !strcmp(rows[0].state, "down") &&
 	              !strcmp(rows[1].state, "down"),
 	      "after the session both are down, exit 3: %s", out);
