@@ -131,9 +131,16 @@ static void choose_set(rh_gc *g)
 {
 	rh_heap *h = g->h;
 	if (g->kind == RH_GC_FULL) {
-		for (uint32_t i = 0; i < h->n_regions; i++)
-			if (h->regions[i].kind != RH_REGION_FREE)
-				add_to_set(h, &h->regions[i]);
+		for (uint32_t i = 0; i < h->n_regions; i++) {
+			rh_region *r = &h->regions[i];
+			if (r->kind == RH_REGION_FREE)
+				continue;
+			add_to_set(h, r);
+			if (r->kind != RH_REGION_HUMONGOUS_CONT)
+				g->set_bytes += r->kind == RH_REGION_HUMONGOUS
+				                        ? rh_hdr_bytes(rh_hdr((void *)r->start))
+				                        : r->top - r->start;
+		}
 		return;
 	}
 	size_t n_cand = 0;
@@ -183,10 +190,10 @@ static void keep_region(rh_gc *g, rh_region *r)
 {
 	rh_heap *h = g->h;
 	uint64_t live = 0;
-	/* Every byte reached in place (one pass counts only those; a dense
-	 * region a full collection kept): nothing to fill, no pin to clear,
-	 * no walk. */
-	if (g->one_pass && g->live[r->index] == r->top - r->start && !r->has_pins) {
+	/* Every byte but the closing filler reached in place (one pass
+	 * counts only those; a dense region a full collection kept): nothing
+	 * to fill, no pin to clear, no walk. */
+	if (g->one_pass && g->live[r->index] + r->tail_fill == r->top - r->start && !r->has_pins) {
 		live = g->live[r->index];
 		goto kept;
 	}
@@ -214,8 +221,11 @@ static void keep_region(rh_gc *g, rh_region *r)
 		}
 		p += bytes;
 	}
-	if (dead_start)
+	r->tail_fill = 0;
+	if (dead_start) {
 		rh_fill((void *)dead_start, r->top - dead_start);
+		r->tail_fill = (uint32_t)(r->top - dead_start);
+	}
 kept:
 	if (r->kind == RH_REGION_EDEN) {
 		pthread_mutex_lock(&h->alloc_lock);
@@ -233,9 +243,37 @@ kept:
 /* Eden about the size of the old generation (young data is allocated in
  * proportion to what survives), at least 8 MiB, at most what the pause
  * budget can copy at the observed survival rate and young_fraction of the
- * free space. The old generation may grow to twice what the last full
- * collection found live before the next full one. */
+ * free space. The old generation may grow to full_growth (2 to 8) times
+ * what the last full collection found live before the next full one. */
 #define MIB (1024ull * 1024)
+
+/* How far the old generation may grow before a full collection. */
+static uint64_t old_bound(const rh_heap *h)
+{
+	uint64_t bound = (uint64_t)(h->full_growth * (double)h->live_after_full);
+	return bound > 16 * MIB ? bound : 16 * MIB;
+}
+
+/* Would the partial collection due now leave the old generation past its
+ * bound? Then the pause collects everything at once rather than copying
+ * eden's survivors and tracing them again in the full collection that
+ * would follow. Survivors are counted as if all promoted: the full
+ * collection may come a pause early, never a pause late. (With offloading
+ * on, a full collection is the tracers' and leaves eden alone.) */
+static bool full_foreseen(const rh_heap *h)
+{
+	if (h->offload_on)
+		return false;
+	uint64_t old_used = 0, eden = 0;
+	for (uint32_t i = 0; i < h->n_regions; i++) {
+		const rh_region *r = &h->regions[i];
+		if (r->kind == RH_REGION_OLD || r->kind == RH_REGION_HUMONGOUS)
+			old_used += r->top - r->start;
+		else if (r->kind == RH_REGION_EDEN)
+			eden += r->top - r->start;
+	}
+	return old_used + (uint64_t)(h->survival * (double)eden) > old_bound(h);
+}
 static void size_generations(rh_gc *g)
 {
 	rh_heap *h = g->h;
@@ -248,6 +286,17 @@ static void size_generations(rh_gc *g)
 	if (g->kind == RH_GC_FULL) {
 		h->live_after_full = h->marker.bytes_marked;
 		h->full_due = false;
+		/* A full collection that finds most of the heap live (a program
+		 * building its long-lived data) was too early: let the old
+		 * generation grow further before the next. One that frees most
+		 * of it comes back toward the default. */
+		if (g->set_bytes) {
+			double live = (double)h->live_after_full / (double)g->set_bytes;
+			if (live > 0.75 && h->full_growth < 8)
+				h->full_growth *= 2;
+			else if (live < 0.5 && h->full_growth > 2)
+				h->full_growth /= 2;
+		}
 	} else if (g->eden_bytes) {
 		double s = (double)g->copied_bytes / (double)g->eden_bytes;
 		h->last_survival = s < 1 ? s : 1;
@@ -269,11 +318,27 @@ static void size_generations(rh_gc *g)
 	uint32_t limit = (uint32_t)(target / (double)h->region_size);
 	h->eden_limit = limit ? limit : 1;
 	h->warm_limit = h->eden_limit + h->eden_limit / 4 + 2;
-	uint64_t bound = 2 * h->live_after_full;
-	if (bound < 16 * MIB)
-		bound = 16 * MIB;
-	if (g->kind == RH_GC_PARTIAL && old_used > bound)
+	if (g->kind == RH_GC_PARTIAL && old_used > old_bound(h))
 		h->full_due = true;
+}
+
+void rh_gc_size_initial(rh_heap *h)
+{
+	h->copy_ns_per_byte = 3.0; /* marking + copying + fixing, until measured */
+	h->survival = 0.2;
+	h->full_growth = 2.0;
+	/* Until the first collection measures anything: 4 MiB of eden, or
+	 * young_fraction of the heap if that is smaller. (Smaller from the
+	 * start for a short pause budget is worse: with eden smaller than
+	 * the data a program keeps for a while, nearly all of it survives,
+	 * and the measured survival keeps eden small.) */
+	double eden = (double)h->size * h->cfg.young_fraction;
+	if (eden > 4.0 * MIB)
+		eden = 4.0 * MIB;
+	h->eden_limit = (uint32_t)(eden / (double)h->region_size);
+	if (h->eden_limit < 1)
+		h->eden_limit = 1;
+	h->warm_limit = h->eden_limit + h->eden_limit / 4 + 2;
 }
 
 static void reclaim(rh_gc *g)
@@ -426,6 +491,10 @@ static void collect(rh_heap *h, rh_gc_kind kind)
 		h->dest_region = 0;
 	if (g.one_pass && kind == RH_GC_FULL)
 		keep_dense(h, NULL); /* before any field is re-recorded */
+	if (g.one_pass)
+		for (uint32_t i = 0; i < h->n_regions; i++)
+			if (h->in_cset[i] && h->regions[i].retain)
+				h->in_cset[i] = 2; /* in place from the start (evac.c) */
 	scan_roots(&g);
 	rh_emit(h, kind, RH_PHASE_ROOTS, 0);
 
@@ -473,6 +542,7 @@ done:
 		h->stats.collections++;
 	pthread_mutex_unlock(&h->stats_lock);
 	free(g.slots);
+	free(g.kept);
 	free(g.live);
 	rh_cssc_finish(h, kind);
 
@@ -498,6 +568,8 @@ static void emit_stop(rh_heap *h, rh_gc_kind kind, uint64_t t_start)
 
 static void collect_stopped(rh_heap *h, rh_gc_kind kind, uint64_t t_start)
 {
+	if (kind == RH_GC_PARTIAL && full_foreseen(h))
+		kind = RH_GC_FULL;
 	emit_stop(h, kind, t_start);
 	pthread_mutex_lock(&h->remset_lock);
 	fold_mutator_counters(h);

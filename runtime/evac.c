@@ -52,6 +52,7 @@ static uintptr_t bump_dest(rh_heap *h, uint32_t *cur, size_t bytes, rh_region_ki
 		uintptr_t end = d->start + h->region_size;
 		if (kind == RH_REGION_OLD && end > d->top) {
 			rh_fill((void *)d->top, end - d->top);
+			d->tail_fill = (uint32_t)(end - d->top);
 			d->top = end;
 		}
 		*cur = 0;
@@ -61,6 +62,7 @@ static uintptr_t bump_dest(rh_heap *h, uint32_t *cur, size_t bytes, rh_region_ki
 		return 0;
 	rh_region *d = &h->regions[i];
 	d->live_known = 1;
+	d->tail_fill = 0;
 	d->top = d->start + bytes;
 	d->live_bytes = bytes;
 	*cur = (uint32_t)i + 1;
@@ -194,6 +196,40 @@ void rh_gc_root_object(rh_gc *g, uintptr_t obj)
 
 /* ---------------------------------------------------------------- one pass */
 
+/* Where v is, for the collector: RH_OUT outside the set (or not a
+ * reference); RH_MOVING in a region whose objects are copied; RH_IN_PLACE
+ * in one whose objects all stay from the start (humongous, dense regions of
+ * a full collection): never forwarded, so their headers need not be read
+ * to tell. */
+enum { RH_OUT = 0, RH_MOVING = 1, RH_IN_PLACE = 2 };
+static inline int set_state(const rh_heap *h, uintptr_t v)
+{
+	if ((v & 7) || v - h->base >= h->size)
+		return RH_OUT;
+	return h->in_cset[(v - h->base) >> h->region_shift];
+}
+
+static __attribute__((noinline)) void grow_kept(rh_gc *g)
+{
+	g->kept = rh_grow(g->kept, &g->cap_kept, g->n_kept + 1, sizeof *g->kept, 4096,
+	                  "collector: work list");
+}
+
+/* Marks obj as reached in place; its fields are scanned later, from the
+ * prefetch ring (rh_evac_trace). Only the mark bitmap is touched here: the
+ * object's own line is likely a cache miss. */
+static inline void mark_kept(rh_gc *g, uintptr_t obj)
+{
+	rh_heap *h = g->h;
+	size_t bit = (obj - h->base) >> 3;
+	if (rh_bit_get(h->mark_bits, bit))
+		return;
+	rh_bit_set(h->mark_bits, bit);
+	if (g->n_kept == g->cap_kept)
+		grow_kept(g);
+	g->kept[g->n_kept++] = obj;
+}
+
 /* A field of an object just copied or kept: references into the set wait
  * on the work list, except to objects already moved, which are fixed now
  * (their place in the order is taken). */
@@ -202,7 +238,10 @@ static inline __attribute__((always_inline)) void scan_field(void *ctx, void **s
 	rh_gc *g = ctx;
 	rh_heap *h = g->h;
 	uintptr_t v = (uintptr_t)*slot;
-	if (rh_marker_in_set(&h->marker, v)) {
+	int st = set_state(h, v);
+	if (st == RH_IN_PLACE) {
+		mark_kept(g, v);
+	} else if (st == RH_MOVING) {
 		uint64_t hd = rh_hdr((void *)v);
 		if (!rh_hdr_is_fwd(hd)) {
 			push(g, slot);
@@ -218,7 +257,7 @@ static inline __attribute__((always_inline)) void prefetch_field(void *ctx, void
 {
 	rh_gc *g = ctx;
 	uintptr_t v = (uintptr_t)*slot;
-	if (rh_marker_in_set(&g->h->marker, v))
+	if (set_state(g->h, v) == RH_MOVING)
 		__builtin_prefetch((void *)v, 1);
 }
 
@@ -237,11 +276,13 @@ static inline void scan(rh_gc *g, uintptr_t obj)
  * mark bit (which reclaiming reads) says they were reached. */
 static void keep_in_place(rh_gc *g, uintptr_t obj)
 {
+	mark_kept(g, obj);
+}
+
+/* A kept object's turn: count it and list its fields. */
+static void scan_kept(rh_gc *g, uintptr_t obj)
+{
 	rh_heap *h = g->h;
-	size_t bit = (obj - h->base) >> 3;
-	if (rh_bit_get(h->mark_bits, bit))
-		return;
-	rh_bit_set(h->mark_bits, bit);
 	size_t bytes = rh_hdr_bytes(rh_hdr((void *)obj));
 	g->kept_bytes += bytes;
 	g->live[rh_region_index(h, obj)] += bytes;
@@ -271,21 +312,44 @@ static inline uintptr_t move(rh_gc *g, uintptr_t obj, uint64_t hd)
 	return obj;
 }
 
+/* Objects kept in place are scanned in no particular order, so their
+ * header misses can overlap: each waits in a ring of RING objects after
+ * its prefetch, as in Cher, Hosking and Vijaykumar's prefetching marker.
+ * Copies cannot wait (their order is the traversal's), so the slot work
+ * list always goes first: a copied subtree is finished before the next
+ * kept object is scanned. */
+#define RING 8
 void rh_evac_trace(rh_gc *g)
 {
 	rh_heap *h = g->h;
 	bool bfs = h->cfg.order == RH_ORDER_BFS;
+	uintptr_t ring[RING];
+	unsigned ring_head = 0, ring_n = 0;
 	for (;;) {
 		void **slot;
-		if (bfs) {
-			if (g->head == g->n_slots)
+		if (bfs ? g->head == g->n_slots : !g->n_slots) {
+			if (g->n_kept) {
+				uintptr_t o = g->kept[--g->n_kept];
+				__builtin_prefetch((void *)o, 1);
+				if (ring_n < RING) {
+					ring[(ring_head + ring_n++) % RING] = o;
+					continue;
+				}
+				uintptr_t x = ring[ring_head];
+				ring[ring_head] = o;
+				ring_head = (ring_head + 1) % RING;
+				scan_kept(g, x);
+				continue;
+			}
+			if (!ring_n)
 				break;
-			slot = g->slots[g->head++];
-		} else {
-			if (!g->n_slots)
-				break;
-			slot = g->slots[--g->n_slots];
+			uintptr_t x = ring[ring_head];
+			ring_head = (ring_head + 1) % RING;
+			ring_n--;
+			scan_kept(g, x);
+			continue;
 		}
+		slot = bfs ? g->slots[g->head++] : g->slots[--g->n_slots];
 		uintptr_t v = (uintptr_t)*slot;
 		/* A slot listed twice (a frame slot seen from two frames) was
 		 * fixed the first time. */

@@ -16,11 +16,15 @@ typedef struct rh_gc {
 	 * a queue [head, n) for BFS). */
 	void ***slots;
 	size_t n_slots, cap_slots, head;
+	/* One-pass: objects kept in place, marked but not yet scanned. */
+	uintptr_t *kept;
+	size_t n_kept, cap_kept;
 	uint64_t *live; /* per region: bytes the marker marked (two-pass), or
 	                 * bytes kept in place (one-pass) */
 	uint64_t copied_bytes, copied_objects, pinned;
 	uint64_t kept_bytes; /* live bytes left in place (one-pass) */
 	uint64_t eden_bytes; /* eden in the collection set */
+	uint64_t set_bytes;  /* bytes in use in the collection set */
 } rh_gc;
 
 /* A slot outside the set (frame, global, remembered card) holding a

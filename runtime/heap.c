@@ -152,7 +152,6 @@ rh_heap *rh_heap_open(const rh_config *cfg_in, rh_error *err)
 	if (h->tlab_size > 256 * 1024)
 		h->tlab_size = 256 * 1024;
 	h->conservative = true;
-	h->copy_ns_per_byte = 3.0; /* marking + copying + fixing, until measured */
 	const char *v = getenv("RHEAP_VERIFY");
 	h->verify = RH_VERIFIER && (cfg.verify || (v && strcmp(v, "1") == 0));
 	init_locks(h);
@@ -186,16 +185,7 @@ rh_heap *rh_heap_open(const rh_config *cfg_in, rh_error *err)
 	h->stats.heap_size = h->size;
 	h->stats.region_size = h->region_size;
 	h->stats.regions_total = h->n_regions;
-	/* Until the first collection measures anything: 8 MiB of eden, or
-	 * young_fraction of the heap if that is smaller. */
-	double eden = (double)h->size * cfg.young_fraction;
-	if (eden > 4.0 * 1024 * 1024)
-		eden = 4.0 * 1024 * 1024;
-	h->eden_limit = (uint32_t)(eden / (double)h->region_size);
-	if (h->eden_limit < 1)
-		h->eden_limit = 1;
-	h->warm_limit = h->eden_limit + h->eden_limit / 4 + 2;
-	h->survival = 0.2;
+	rh_gc_size_initial(h);
 	rh_log(RH_LOG_INFO, "heap", "opened %lu MiB at %#lx, %u regions of %lu KiB",
 	       (unsigned long)(h->size >> 20), (unsigned long)h->base, h->n_regions,
 	       (unsigned long)(h->region_size >> 10));

@@ -140,6 +140,7 @@ struct rh_heap {
 	double survival;          /* share of eden that survives a partial collection */
 	double last_survival;     /* the last partial collection's */
 	uint64_t live_after_full; /* bytes marked by the last full collection */
+	double full_growth;       /* old may reach this times live_after_full (collect.c) */
 	bool full_due;            /* the old generation outgrew its bound: next pause is full */
 	uint32_t dest_region;     /* region index + 1 receiving promoted objects */
 	uint32_t surv_dest[RH_TENURE]; /* per age: survivor region index + 1, this pause */
@@ -262,6 +263,8 @@ void rh_bq_flush(rh_mutator *m);
 /* Collect (partial, or full if `full`), the calling thread being mutator
  * `self`. Returns 1 if this thread collected, 0 if another thread's
  * collection ran meanwhile. */
+/* Eden's size and the collector's estimates before any collection. */
+void rh_gc_size_initial(rh_heap *h);
 int rh_collect_for_alloc(rh_heap *h, rh_mutator *self, int full);
 size_t rh_verify_heap(rh_heap *h);
 void rh_emit(rh_heap *h, rh_gc_kind kind, rh_phase ph, int begin);

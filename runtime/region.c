@@ -197,6 +197,7 @@ static void release_one(rh_heap *h, rh_region *r, bool keep_warm)
 	r->head = 0;
 	r->retain = 0;
 	r->starts_valid = 0;
+	r->tail_fill = 0;
 	set_kind(h, r, RH_REGION_FREE);
 	h->free_list[h->n_free++] = r->index;
 }

@@ -286,9 +286,21 @@ void rh_swap_region_filled(rh_swap *s, uint32_t region, size_t bytes)
 	pthread_mutex_lock(&s->fault_lock);
 	pthread_mutex_lock(&s->evict_lock);
 	pthread_mutex_lock(&s->lock);
-	for (size_t i = 0; i < n && i < s->pages_per_region; i++)
-		if (rh_swap_get(s, pg0 + i) == RH_PAGE_INIT)
+	for (size_t i = 0; i < n && i < s->pages_per_region; i++) {
+		uint8_t st = rh_swap_get(s, pg0 + i);
+		if (st == RH_PAGE_INIT) {
 			rh_swap_set(s, pg0 + i, RH_PAGE_EVICTED);
+			continue;
+		}
+		/* Destinations are taken cold (rh_region_take_in), so nothing
+		 * here holds a copy. One that did would write its stale bytes
+		 * over the tracer's objects at its next eviction: stop loudly
+		 * rather than corrupt the heap quietly. */
+		if (st != RH_PAGE_EVICTED)
+			rh_panic("swap: region %u page %zu is cached here (state %u) while "
+			         "its tracer filled it",
+			         region, i, (unsigned)st);
+	}
 	pthread_mutex_unlock(&s->lock);
 	pthread_mutex_unlock(&s->evict_lock);
 	pthread_mutex_unlock(&s->fault_lock);

@@ -39,6 +39,7 @@
 
 #include "runtime/internal.h"
 #include "swap/swap.h"
+#include "tests/dgc/forest.h"
 #include "tests/swap/cluster.h"
 
 #define TRACERS 2
@@ -54,11 +55,6 @@ struct node {
 	uint64_t hdr;
 	struct node *f[2];
 	uint64_t id, chk, pad;
-};
-
-struct refs {
-	uint64_t hdr, len;
-	void *e[];
 };
 
 typedef struct bench {
@@ -120,31 +116,6 @@ static void on_event(const rh_event *ev, void *data)
 		rh_swap_stats_get(ev_heap->swap, &mark_sw[ev->begin ? 0 : 1]);
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static uint64_t mix(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	x ^= x >> 33;
-	return x;
-}
-
-static uint64_t rnd(bench *b)
-{
-	b->rng ^= b->rng << 13;
-	b->rng ^= b->rng >> 7;
-	b->rng ^= b->rng << 17;
-	return b->rng;
-}
-
 /* On the way out with the heap still open: the directory goes first,
  * because killing the tracers makes the heap end the process (its pages
  * are gone) before cluster_stop() would get to remove it. */
@@ -194,7 +165,7 @@ static struct node *new_node(bench *b)
 		return NULL;
 	}
 	n->id = b->next_id++;
-	n->chk = mix(n->id);
+	n->chk = dgc_mix(n->id);
 	return n;
 }
 
@@ -227,7 +198,7 @@ static void build_forest(bench *b, int scattered)
 	int top = scattered ? MOVE_LEVEL : DEPTH;
 	for (size_t i = 0; i < b->n_trees; i++) {
 		struct node *r = new_node(b);
-		rh_write_ref(b->m, &((struct refs *)anchors)->e[i], r);
+		rh_write_ref(b->m, &((struct dgc_refs *)anchors)->e[i], r);
 		b->slots[0] = r;
 		grow(b, 0, 0, top - 1);
 		grow(b, 0, 1, top - 1);
@@ -242,13 +213,13 @@ static void build_forest(bench *b, int scattered)
 	for (size_t k = 0; k < n; k++)
 		hole[k] = (uint32_t)k;
 	for (size_t k = n - 1; k > 0; k--) {
-		size_t j = rnd(b) % (k + 1);
+		size_t j = dgc_rand(&b->rng) % (k + 1);
 		uint32_t t = hole[k];
 		hole[k] = hole[j];
 		hole[j] = t;
 	}
 	for (size_t k = 0; k < n; k++) {
-		struct node *x = ((struct refs *)anchors)->e[hole[k] / per];
+		struct node *x = ((struct dgc_refs *)anchors)->e[hole[k] / per];
 		uint32_t path = hole[k] % per;
 		for (int l = 0; l < MOVE_LEVEL - 1; l++)
 			x = x->f[(path >> l) & 1];
@@ -266,14 +237,14 @@ static int forest_ok(bench *b)
 	uint64_t want = ((uint64_t)1 << DEPTH) - 1;
 	struct node *stack[DEPTH * 2 + 2];
 	for (size_t i = 0; i < b->n_trees; i++) {
-		struct node *r = ((struct refs *)anchors)->e[i];
+		struct node *r = ((struct dgc_refs *)anchors)->e[i];
 		uint64_t seen = 0;
 		int sp = 0;
 		if (r)
 			stack[sp++] = r;
 		while (sp) {
 			struct node *x = stack[--sp];
-			if (rh_object_type(x) != b->t_node || x->chk != mix(x->id)) {
+			if (rh_object_type(x) != b->t_node || x->chk != dgc_mix(x->id)) {
 				fprintf(stderr, "rh-bench-dgc: tree %zu: damaged node at %p\n", i,
 				        (void *)x);
 				return 0;
@@ -318,13 +289,9 @@ static void open_heap(bench *b, int offload)
 	                   .size = sizeof(struct node),
 	                   .ptr_offsets = ptrs,
 	                   .n_ptrs = 2};
-	rh_type_desc rd = {
-	        .name = "dgc-refs", .layout = RH_LAYOUT_REF_ARRAY, .size = 16, .elem_size = 8};
-	rh_type_desc jd = {
-	        .name = "dgc-junk", .layout = RH_LAYOUT_BYTE_ARRAY, .size = 16, .elem_size = 1};
 	if (!(b->t_node = rh_type_register(b->h, &nd, &err)) ||
-	    !(b->t_refs = rh_type_register(b->h, &rd, &err)) ||
-	    !(b->t_junk = rh_type_register(b->h, &jd, &err)))
+	    !(b->t_refs = rh_type_register(b->h, &dgc_refs_desc, &err)) ||
+	    !(b->t_junk = rh_type_register(b->h, &dgc_junk_desc, &err)))
 		die(b, "register types", err.msg);
 	rh_on_fatal(b->h, on_fatal, b);
 	memset(gcs, 0, sizeof gcs);
@@ -376,15 +343,15 @@ static void settle(bench *b)
 /* Survivors are promoted after a few collections (docs/collector.md). */
 static double build_old(bench *b, int scattered)
 {
-	double t0 = now_s();
+	double t0 = dgc_now_s();
 	build_forest(b, scattered);
 	settle(b);
-	double f0 = now_s();
+	double f0 = dgc_now_s();
 	rh_collect(b->m, 1);
-	b->build_full_s = now_s() - f0;
+	b->build_full_s = dgc_now_s() - f0;
 	for (int i = 0; i < 3; i++)
 		rh_collect(b->m, 0);
-	return now_s() - t0;
+	return dgc_now_s() - t0;
 }
 
 typedef struct old_share {
@@ -507,8 +474,8 @@ static double wait_tracers(bench *b, tstatus *ts)
 	for (int i = 0; i < TRACERS; i++)
 		if (read_status(b, i, &ts[i]) == 0)
 			regions0 += ts[i].regions_marked;
-	double w0 = now_s();
-	while (now_s() - w0 < 120 && still < 3) {
+	double w0 = dgc_now_s();
+	while (dgc_now_s() - w0 < 120 && still < 3) {
 		sleep(1);
 		uint64_t sum = 0, regions = 0;
 		for (int i = 0; i < TRACERS; i++)
@@ -522,7 +489,7 @@ static double wait_tracers(bench *b, tstatus *ts)
 		last = sum;
 	}
 	rh_mutator_unpark(b->m);
-	return now_s() - w0;
+	return dgc_now_s() - w0;
 }
 
 static json_t *throughput_one(bench *b, int scattered, tp_result *res)
@@ -681,13 +648,14 @@ static json_t *throughput(bench *b)
  * Every tree keeps its shape. Plus short-lived junk. */
 static void step(bench *b)
 {
-	size_t i = rnd(b) % b->n_trees, k = rnd(b) % b->n_trees;
+	size_t i = dgc_rand(&b->rng) % b->n_trees, k = dgc_rand(&b->rng) % b->n_trees;
 	if (k == i)
 		k = (k + 1) % b->n_trees;
-	struct node *x = ((struct refs *)anchors)->e[i], *y = ((struct refs *)anchors)->e[k];
+	struct node *x = ((struct dgc_refs *)anchors)->e[i],
+	            *y = ((struct dgc_refs *)anchors)->e[k];
 	int replace = b->replace_every && ++b->steps % b->replace_every == 0;
 	int level = replace ? MOVE_LEVEL : SWAP_LEVEL;
-	uint64_t r = rnd(b);
+	uint64_t r = dgc_rand(&b->rng);
 	for (int l = 0; l < level - 1; l++, r >>= 2) {
 		x = x->f[r & 1];
 		y = y->f[(r >> 1) & 1];
@@ -758,15 +726,15 @@ static void run_pauses(bench *b, int offload, pause_run *pr)
 	pthread_mutex_lock(&b->h->stats_lock);
 	size_t first = b->h->n_pauses;
 	pthread_mutex_unlock(&b->h->stats_lock);
-	double t0 = now_s();
+	double t0 = dgc_now_s();
 	b->mutating = 1;
 	b->oom = 0;
-	while (now_s() - t0 < b->seconds && !b->oom)
+	while (dgc_now_s() - t0 < b->seconds && !b->oom)
 		for (int i = 0; i < 64 && !b->oom; i++) {
 			step(b);
 			pr->steps++;
 		}
-	pr->wall_s = now_s() - t0;
+	pr->wall_s = dgc_now_s() - t0;
 	b->mutating = 0;
 	pr->oom = b->oom;
 	pr->free0 = s0.regions_free;

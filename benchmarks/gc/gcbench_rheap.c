@@ -1,7 +1,6 @@
-/* gcbench on rheap, written as a precise VM would (see binary_trees_rheap.c
- * for the rooting discipline). The long-lived tree and the array of
- * doubles stay in frame slots for the whole run; the array is a record
- * array of 8-byte elements without pointers, so rheap never scans it. */
+/* gcbench on rheap, written as a precise VM would (the trees:
+ * gcb_trees_rheap.c). The long-lived tree and the array of doubles stay in
+ * frame slots for the whole run. */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,84 +8,14 @@
 #include "rheap/rheap.h"
 
 #include "gcb_opts.h"
+#include "gcb_trees_rheap.h"
 #include "gcb_workload.h"
 #include "rheap_env.h"
 
-typedef struct gb_node {
-	uint64_t rh_header; /* owned by rheap */
-	struct gb_node *left, *right;
-	int32_t i, j; /* i = height of the subtree, j = a function of it */
-} gb_node;
-
 #define GB_MAX_DEPTH 26
 #define GB_ROOTS 2 /* long-lived tree, array */
-/* populate() uses three slots per level, plus one for the tree's root. */
+/* gb_populate uses three slots per level, plus one for the tree's root. */
 #define GB_SLOTS (GB_ROOTS + 3 * (GB_MAX_DEPTH + 2))
-
-static rh_mutator *mut;
-static rh_type_id node_type, array_type;
-static uint64_t bad_nodes;
-
-static gb_node *new_node(uint64_t height)
-{
-	gb_node *n = rh_alloc(mut, node_type);
-	if (!n)
-		rhb_oom();
-	rh_write_ref(mut, (void **)&n->left, NULL);
-	rh_write_ref(mut, (void **)&n->right, NULL);
-	n->i = (int32_t)height;
-	n->j = (int32_t)(height * 7 + 3);
-	return n;
-}
-
-/* Top-down: sp[0] holds a node that already exists; its children are
- * allocated (into sp[1], sp[2]: the second allocation may move the node
- * and the first child), stored into it, then populated in turn, each
- * becoming sp[0] of the next level at sp + 3. */
-static void populate(void **sp, uint64_t height)
-{
-	if (height == 0)
-		return;
-	sp[1] = new_node(height - 1);
-	sp[2] = new_node(height - 1);
-	gb_node *n = sp[0];
-	rh_write_ref(mut, (void **)&n->left, sp[1]);
-	rh_write_ref(mut, (void **)&n->right, sp[2]);
-	sp[3] = sp[1];
-	sp[1] = NULL;
-	populate(sp + 3, height - 1);
-	sp[3] = sp[2];
-	sp[2] = NULL;
-	populate(sp + 3, height - 1);
-	sp[3] = NULL;
-}
-
-/* Bottom-up: children first (held in sp[0], sp[1]), the parent last. */
-static gb_node *make(void **sp, uint64_t height)
-{
-	if (height == 0)
-		return new_node(0);
-	sp[0] = make(sp + 2, height - 1);
-	sp[1] = make(sp + 2, height - 1);
-	gb_node *n = new_node(height);
-	rh_write_ref(mut, (void **)&n->left, sp[0]);
-	rh_write_ref(mut, (void **)&n->right, sp[1]);
-	sp[0] = NULL;
-	sp[1] = NULL;
-	return n;
-}
-
-static uint64_t count(const gb_node *n, uint64_t height)
-{
-	if ((uint64_t)n->i != height || n->j != (int32_t)(height * 7 + 3) ||
-	    (height == 0) != (n->left == NULL) || (height == 0) != (n->right == NULL)) {
-		bad_nodes++;
-		return 1;
-	}
-	if (height == 0)
-		return 1;
-	return 1 + count(n->left, height - 1) + count(n->right, height - 1);
-}
 
 static double *array_data(void *array)
 {
@@ -119,18 +48,10 @@ int main(int argc, char **argv)
 
 	rhb_env env;
 	rhb_open(&env, &ro);
-	static const uint32_t node_ptrs[] = {offsetof(gb_node, left), offsetof(gb_node, right)};
-	node_type = rhb_type(&env, &(rh_type_desc){.name = "gb_node",
-	                                           .layout = RH_LAYOUT_FIXED,
-	                                           .size = sizeof(gb_node),
-	                                           .ptr_offsets = node_ptrs,
-	                                           .n_ptrs = 2});
-	array_type = rhb_type(&env, &(rh_type_desc){.name = "gb_doubles",
-	                                            .layout = RH_LAYOUT_RECORD_ARRAY,
-	                                            .size = RH_ARRAY_HEADER_SIZE,
-	                                            .elem_size = sizeof(double)});
+	gcb_trees tr = {.node = rhb_type(&env, &gb_node_desc), .oom = rhb_oom};
+	rh_type_id array_type = rhb_type(&env, &gb_doubles_desc);
 	rhb_start(&env, &ro);
-	mut = env.m;
+	rh_mutator *mut = tr.m = env.m;
 
 	void *slots[GB_SLOTS] = {0};
 	rh_frame frame;
@@ -138,12 +59,12 @@ int main(int argc, char **argv)
 	void **long_lived = &slots[0], **array = &slots[1], **sp = &slots[GB_ROOTS];
 
 	uint64_t t1 = gcb_now_ns();
-	sp[0] = make(sp + 1, p.stretch_depth);
-	uint64_t sum = count(sp[0], p.stretch_depth);
+	sp[0] = gb_make(&tr, sp + 1, p.stretch_depth);
+	uint64_t sum = gb_count(&tr, sp[0], p.stretch_depth);
 	sp[0] = NULL;
 
-	sp[0] = new_node(p.long_depth);
-	populate(sp, p.long_depth);
+	sp[0] = gb_new_node(&tr, p.long_depth);
+	gb_populate(&tr, sp, p.long_depth);
 	*long_lived = sp[0];
 	sp[0] = NULL;
 	*array = rh_alloc_array(mut, array_type, p.array_size);
@@ -158,11 +79,11 @@ int main(int argc, char **argv)
 			uint64_t iters = gb_iterations(&p, d);
 			uint64_t t = gcb_now_ns();
 			for (uint64_t i = 0; i < iters; i++) {
-				sp[0] = new_node(d);
-				populate(sp, d);
-				sum += count(sp[0], d);
-				sp[0] = make(sp + 1, d);
-				sum += count(sp[0], d);
+				sp[0] = gb_new_node(&tr, d);
+				gb_populate(&tr, sp, d);
+				sum += gb_count(&tr, sp[0], d);
+				sp[0] = gb_make(&tr, sp + 1, d);
+				sum += gb_count(&tr, sp[0], d);
 				sp[0] = NULL;
 				rh_safepoint(mut);
 			}
@@ -174,7 +95,7 @@ int main(int argc, char **argv)
 		}
 	}
 
-	sum += count(*long_lived, p.long_depth);
+	sum += gb_count(&tr, *long_lived, p.long_depth);
 	bool array_ok = rh_array_length(*array) == p.array_size;
 	if (!array_ok)
 		fprintf(stderr, "gcbench/rheap: array length %zu, expected %llu\n",
@@ -186,9 +107,9 @@ int main(int argc, char **argv)
 			        (unsigned long long)i, a[i], gb_array_value(i));
 			array_ok = false;
 		}
-	if (bad_nodes)
+	if (tr.bad_nodes)
 		fprintf(stderr, "gcbench/rheap: %llu corrupted nodes\n",
-		        (unsigned long long)bad_nodes);
+		        (unsigned long long)tr.bad_nodes);
 	uint64_t t2 = gcb_now_ns();
 	rh_pop_frame(mut, &frame);
 
@@ -198,7 +119,7 @@ int main(int argc, char **argv)
 	                t2 - t1,
 	                sum,
 	                gb_expected(&p),
-	                array_ok && bad_nodes == 0};
+	                array_ok && tr.bad_nodes == 0};
 	gcb_pause_summary s;
 	rhb_summarize(&env, &s);
 	gcb_json j;

@@ -5,7 +5,7 @@
 
 void rhb_opts_default(rhb_opts *o)
 {
-	*o = (rhb_opts){RHB_DEFAULT_HEAP_MIB, 0, 0.0, 0, 0};
+	*o = (rhb_opts){.heap_mib = RHB_DEFAULT_HEAP_MIB};
 }
 
 int rhb_opts_table(rhb_opts *o, gcb_opt *out)
@@ -17,6 +17,8 @@ int rhb_opts_table(rhb_opts *o, gcb_opt *out)
 	         "rheap region size in KiB, 0 = chosen from the heap size"},
 	        {"young-fraction", GCB_OPT_F64, NULL, &o->young_fraction, 0, 0.99,
 	         "eden share of free regions, 0 = rheap's default"},
+	        {"pause-budget-ms", GCB_OPT_F64, NULL, &o->pause_budget_ms, 0, 1000,
+	         "gc.pause_budget_ms, 0 = rheap's default"},
 	        {"conservative", GCB_OPT_FLAG, &o->conservative, NULL, 0, 1,
 	         "keep conservative native-stack scanning on (off: precise roots only)"},
 	        {"verify", GCB_OPT_FLAG, &o->verify, NULL, 0, 1,
@@ -77,6 +79,8 @@ void rhb_open(rhb_env *e, const rhb_opts *o)
 	e->cfg.region_size = o->region_kib << 10;
 	if (o->young_fraction > 0)
 		e->cfg.young_fraction = o->young_fraction;
+	if (o->pause_budget_ms > 0)
+		e->cfg.pause_budget_us = (uint32_t)(o->pause_budget_ms * 1000.0);
 	e->cfg.verify = o->verify ? 1 : 0;
 	if (rh_config_check(&e->cfg, &err) != RH_OK)
 		die("bad heap settings", &err);

@@ -143,8 +143,10 @@ RH_API void rh_barrier_slow(rh_mutator *m, void **slot, void *val);
 
 RH_API void rh_safepoint_slow(rh_mutator *m);
 
-/* Request a collection now: 0 = partial (young + chosen old regions),
- * 1 = full heap. Must be called by an attached, unparked mutator. */
+/* Request a collection now: 0 = partial (young + chosen old regions), which
+ * becomes or is followed by a full one when the old generation would
+ * outgrow its bound (docs/collector.md, "Sizing"); 1 = full heap. Must be
+ * called by an attached, unparked mutator. */
 RH_API int rh_collect(rh_mutator *m, int full);
 
 /* ------------------------------------------------------------------ roots */

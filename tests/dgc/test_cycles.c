@@ -14,6 +14,7 @@
 
 #include "runtime/internal.h"
 #include "runtime/remote.h"
+#include "tests/dgc/forest.h"
 #include "tests/swap/check.h"
 #include "tests/swap/cluster.h"
 
@@ -27,23 +28,10 @@ struct node {
 	uint64_t id, chk, pad[3];
 };
 
-struct refs {
-	uint64_t hdr, len;
-	void *e[];
-};
-
 static rh_heap *heap;
 static rh_type_id t_node, t_refs;
-static struct refs *all;   /* global root: every node, until the rings are linked */
-static struct refs *heads; /* global root: the live rings */
-
-static uint64_t mix(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	return x;
-}
+static struct dgc_refs *all;   /* global root: every node, until the rings are linked */
+static struct dgc_refs *heads; /* global root: the live rings */
 
 static uint32_t region_of(const void *p)
 {
@@ -120,10 +108,8 @@ static void run(const char *tracerd, const char *provider)
 	                   .size = sizeof(struct node),
 	                   .ptr_offsets = ptrs,
 	                   .n_ptrs = 2};
-	rh_type_desc rd = {
-	        .name = "cycle-refs", .layout = RH_LAYOUT_REF_ARRAY, .size = 16, .elem_size = 8};
 	t_node = rh_type_register(heap, &nd, &err);
-	t_refs = rh_type_register(heap, &rd, &err);
+	t_refs = rh_type_register(heap, &dgc_refs_desc, &err);
 	rh_global_add(heap, (void **)&all);
 	rh_global_add(heap, (void **)&heads);
 	rh_mutator *m = rh_mutator_attach(heap, &err);
@@ -144,7 +130,7 @@ static void run(const char *tracerd, const char *provider)
 			goto out;
 		}
 		x->id = i + 1;
-		x->chk = mix(i + 1);
+		x->chk = dgc_mix(i + 1);
 		rh_write_ref(m, &all->e[i], x);
 	}
 	rh_collect(m, 1);
@@ -255,7 +241,7 @@ static void run(const char *tracerd, const char *provider)
 			uint64_t want = ring_ids[k * RING + j];
 			if (!want)
 				break; /* a one-node ring */
-			if (x->id != want || x->chk != mix(x->id))
+			if (x->id != want || x->chk != dgc_mix(x->id))
 				bad++;
 		}
 	}

@@ -36,6 +36,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "tests/dgc/forest.h"
 #include "tests/swap/check.h"
 #include "tests/swap/cluster.h"
 
@@ -55,11 +56,6 @@ struct node {
 	uint64_t hdr;
 	struct node *f[NF];
 	uint64_t id, chk;
-};
-
-struct refs {
-	uint64_t hdr, len;
-	void *e[];
 };
 
 typedef struct path {
@@ -113,36 +109,9 @@ static atomic_int cssc_armed, cssc_fired;
 static pid_t cssc_victim;
 static int ctl_fd = -1; /* child → parent: one byte per milestone */
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static uint64_t mix(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	x ^= x >> 33;
-	return x;
-}
-
-static uint64_t rnd(worker *w)
-{
-	uint64_t x = w->rng;
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	w->rng = x;
-	return x * 0x2545f4914f6cdd1dull;
-}
-
 static uint64_t below(worker *w, uint64_t n)
 {
-	return rnd(w) % n;
+	return dgc_rand(&w->rng) % n;
 }
 
 static uint64_t node_id(int t, uint64_t seq)
@@ -175,7 +144,7 @@ static int node_ok(const struct node *x, int t)
 {
 	if (!in_heap(x) || rh_object_type(x) != t_node)
 		return 0;
-	return (x->id >> 40) == (uint64_t)(t + 1) && x->chk == mix(x->id);
+	return (x->id >> 40) == (uint64_t)(t + 1) && x->chk == dgc_mix(x->id);
 }
 
 static void lost(worker *w, const char *where, const void *x)
@@ -213,7 +182,7 @@ static struct node *new_node(worker *w)
 		_exit(2);
 	}
 	n->id = node_id(w->t, w->next_seq++);
-	n->chk = mix(n->id);
+	n->chk = dgc_mix(n->id);
 	return n;
 }
 
@@ -257,7 +226,7 @@ static void *build_main(void *arg)
 	for (uint32_t k = 0; k < ANCHORS; k++) {
 		uint64_t n = total / ANCHORS + (k < total % ANCHORS);
 		build(w, 0, n);
-		struct refs *a = anchor_root[w->t];
+		struct dgc_refs *a = anchor_root[w->t];
 		rh_write_ref(w->m, &a->e[k], slots[0]);
 		slots[0] = NULL;
 		rh_safepoint(w->m);
@@ -273,7 +242,7 @@ static void *build_main(void *arg)
 /* ------------------------------------------------------------------ mutation */
 
 /* A random walk down from anchor slot k; every node read is checked. */
-static int walk(worker *w, struct refs *a, uint32_t k, path *p)
+static int walk(worker *w, struct dgc_refs *a, uint32_t k, path *p)
 {
 	int maxlen = 2 + (int)below(w, MAXPATH - 1);
 	struct node *x = a->e[k];
@@ -292,7 +261,7 @@ static int walk(worker *w, struct refs *a, uint32_t k, path *p)
 	return p->len;
 }
 
-static uint32_t some_anchor(worker *w, struct refs *a, uint32_t near, int want_null)
+static uint32_t some_anchor(worker *w, struct dgc_refs *a, uint32_t near, int want_null)
 {
 	for (int tries = 0; tries < 16; tries++) {
 		uint32_t k = near < 2 * ANCHORS ? (near + (uint32_t)below(w, 5) + 2 * ANCHORS - 2) %
@@ -427,7 +396,7 @@ static void step(worker *w)
 	}
 	int op = choose_op(w);
 	struct node *fresh = op == OP_INSERT ? new_node(w) : NULL;
-	struct refs *a = anchor_root[w->t];
+	struct dgc_refs *a = anchor_root[w->t];
 	/* A burst of mutations works on two trees: their pages are fetched
 	 * once, so mutations do not wait for the network most of the time.
 	 * Concentrated, the second tree is a neighbour of the first, which is
@@ -568,7 +537,7 @@ static void *mutate_main(void *arg)
 		rh_safepoint(w->m);
 		if (w->steps % opts.collect_every == 0) {
 			rh_collect(w->m, 0);
-			if (opts.cap_s > 0 && now_s() - t_mutate0 > opts.cap_s)
+			if (opts.cap_s > 0 && dgc_now_s() - t_mutate0 > opts.cap_s)
 				atomic_store(&stop_flag, 1);
 		}
 	}
@@ -652,13 +621,9 @@ static rh_mutator *open_heap(cluster *c)
 	                   .size = sizeof(struct node),
 	                   .ptr_offsets = ptrs,
 	                   .n_ptrs = NF};
-	rh_type_desc rd = {
-	        .name = "dgc-refs", .layout = RH_LAYOUT_REF_ARRAY, .size = 16, .elem_size = 8};
-	rh_type_desc jd = {
-	        .name = "dgc-junk", .layout = RH_LAYOUT_BYTE_ARRAY, .size = 16, .elem_size = 1};
 	t_node = rh_type_register(heap, &nd, &err);
-	t_refs = rh_type_register(heap, &rd, &err);
-	t_junk = rh_type_register(heap, &jd, &err);
+	t_refs = rh_type_register(heap, &dgc_refs_desc, &err);
+	t_junk = rh_type_register(heap, &dgc_junk_desc, &err);
 	if (!t_node || !t_refs || !t_junk) {
 		printf("not ok: register types: %s\n", err.msg);
 		return NULL;
@@ -697,10 +662,10 @@ static double t_build0;
 /* The forest, built by 4 threads in parallel (in eden). */
 static void build_forest(rh_mutator *m)
 {
-	t_build0 = now_s();
+	t_build0 = dgc_now_s();
 	for (int t = 0; t < THREADS; t++) {
 		workers[t].t = t;
-		workers[t].rng = mix(0x1234 + (uint64_t)t) | 1;
+		workers[t].rng = dgc_mix(0x1234 + (uint64_t)t) | 1;
 		workers[t].stack_cap = 1024;
 		workers[t].stack = malloc(workers[t].stack_cap * sizeof(struct node *));
 	}
@@ -717,7 +682,7 @@ static void promote_forest(rh_mutator *m)
 	rh_stats s = stats();
 	printf("# forest: %llu nodes of %zu bytes (%llu MiB) built and promoted in %.1f s\n",
 	       (unsigned long long)(nodes_per_thread() * THREADS), sizeof(struct node),
-	       (unsigned long long)opts.live_mib, now_s() - t_build0);
+	       (unsigned long long)opts.live_mib, dgc_now_s() - t_build0);
 	print_stats("after the build", &s);
 }
 
@@ -737,7 +702,7 @@ static void final_traversal(void)
 		worker *w = &workers[t];
 		expect += w->live;
 		uint8_t *visited = calloc(w->next_seq / 8 + 1, 1);
-		struct refs *a = anchor_root[t];
+		struct dgc_refs *a = anchor_root[t];
 		for (uint32_t k = 0; k < 2 * ANCHORS; k++) {
 			if (a->e[k])
 				st[sp++] = a->e[k];
@@ -794,9 +759,9 @@ static void torture(cluster *c, int offload)
 	      (unsigned long long)s0.regions_old);
 
 	atomic_store(&steps_left, opts.mutations);
-	t_mutate0 = now_s();
+	t_mutate0 = dgc_now_s();
 	run_threads(m, mutate_main);
-	double dt = now_s() - t_mutate0;
+	double dt = dgc_now_s() - t_mutate0;
 	uint64_t steps = 0, moves = 0, amoves = 0, cuts = 0, inserts = 0;
 	for (int t = 0; t < THREADS; t++) {
 		steps += workers[t].steps;
@@ -936,8 +901,8 @@ static char child_pump(child *ch, int ms)
  * ended first). */
 static char child_wait_ctl(child *ch, double limit_s)
 {
-	double t0 = now_s();
-	while (now_s() - t0 < limit_s) {
+	double t0 = dgc_now_s();
+	while (dgc_now_s() - t0 < limit_s) {
 		char b = child_pump(ch, 50);
 		if (b)
 			return b;
@@ -957,8 +922,8 @@ static char child_wait_ctl(child *ch, double limit_s)
  * ended by itself. */
 static int child_wait_exit(child *ch, double limit_s)
 {
-	double t0 = now_s();
-	while (!ch->exited && now_s() - t0 < limit_s) {
+	double t0 = dgc_now_s();
+	while (!ch->exited && dgc_now_s() - t0 < limit_s) {
 		child_pump(ch, 20);
 		if (waitpid(ch->pid, &ch->status, WNOHANG) == ch->pid)
 			ch->exited = 1;
@@ -1066,12 +1031,12 @@ static void kill_child(cluster *c)
 	 * kill-msct waits for a marking reported after mutation started (the
 	 * count moves at pauses, and tracers start marking the new epoch's
 	 * regions right after one), or any at all after 20 s. */
-	double t0 = now_s();
+	double t0 = dgc_now_s();
 	uint64_t m0 = stats().regions_marked_remote;
 	for (;;) {
 		rh_stats s = stats();
 		if (!kill_cssc_mode && (s.regions_marked_remote > m0 ||
-		                        (now_s() - t0 > 20 && s.regions_marked_remote > 0))) {
+		                        (dgc_now_s() - t0 > 20 && s.regions_marked_remote > 0))) {
 			printf("# %llu regions marked remotely: kill tracer 0 now\n",
 			       (unsigned long long)s.regions_marked_remote);
 			ctl_send('m');
@@ -1084,7 +1049,7 @@ static void kill_child(cluster *c)
 			atomic_store(&cssc_armed, 1);
 			break;
 		}
-		if (now_s() - t0 > 60) {
+		if (dgc_now_s() - t0 > 60) {
 			print_stats("gave up", &s);
 			printf("# no %s within 60 s of mutation\n",
 			       kill_cssc_mode ? "remote evacuation" : "region marked remotely");
@@ -1114,11 +1079,11 @@ static void test_kill(cluster *c, int cssc)
 		print_child(&ch, "the VM");
 		return;
 	}
-	double t0 = now_s();
+	double t0 = dgc_now_s();
 	if (!cssc)
 		kill(c->pid[0], SIGKILL);
 	int ended = child_wait_exit(&ch, 10);
-	double dt = now_s() - t0;
+	double dt = dgc_now_s() - t0;
 	waitpid(c->pid[0], NULL, 0);
 	c->pid[0] = 0;
 	char how[64];
@@ -1139,11 +1104,11 @@ static void test_kill(cluster *c, int cssc)
 	/* The other tracer lost its CPU server: it must not hang either. */
 	int st;
 	pid_t w = 0;
-	t0 = now_s();
-	while (now_s() - t0 < 5 && (w = waitpid(c->pid[1], &st, WNOHANG)) == 0)
+	t0 = dgc_now_s();
+	while (dgc_now_s() - t0 < 5 && (w = waitpid(c->pid[1], &st, WNOHANG)) == 0)
 		usleep(10000);
 	CHECK(w == c->pid[1], "the surviving tracer exited after its CPU server ended (%.2f s)",
-	      now_s() - t0);
+	      dgc_now_s() - t0);
 	if (w == c->pid[1])
 		c->pid[1] = 0;
 }
@@ -1168,7 +1133,7 @@ static NOINLINE struct node *detach_probe(uint32_t k, int64_t *size)
 {
 	worker *w = &workers[0];
 	path p;
-	struct refs *a = anchor_root[0];
+	struct dgc_refs *a = anchor_root[0];
 	for (int tries = 0; tries < 64; tries++) {
 		if (walk(w, a, (k + (uint32_t)tries) % ANCHORS, &p) < 3)
 			continue;
@@ -1235,7 +1200,7 @@ static NOINLINE uint64_t setup_probes(rh_mutator *m, struct node **conservative,
 	 * regions, so its target stays in a remembered set, which tracers take
 	 * as a root until the next pause cleans it. */
 	for (int t = 0; t < THREADS; t++) {
-		struct refs *a = anchor_root[t];
+		struct dgc_refs *a = anchor_root[t];
 		for (uint32_t k = 0; k < ANCHORS; k++) {
 			struct node *r = a->e[k];
 			for (int j = 0; r && j < NF; j++)
@@ -1269,11 +1234,14 @@ static NOINLINE void test_pins(cluster *c)
 	rh_set_conservative(heap, true);
 	for (int i = 0; i < 32; i++)
 		rh_global_add(heap, &probe[i]);
-	/* The garbage exists before the forest is promoted: tracers mark a
-	 * region when it becomes old, and a marking is not redone while the
-	 * region's layout stays the same (floating garbage is safe), so
-	 * garbage made later might never be seen. */
+	/* The garbage is made after the forest is promoted: the full
+	 * collection that promotes it packs whatever is live then in
+	 * traversal order, so probes cut loose before it would land in a few
+	 * dense regions that nobody wants to evacuate. Cut after it, they sit
+	 * in regions that are mostly garbage; tracers see that garbage when
+	 * they mark those regions afresh (docs/distributed-gc.md). */
 	build_forest(m);
+	promote_forest(m);
 	int64_t csize = 0;
 	struct node *cons = NULL;
 	uint64_t ch = setup_probes(m, &cons, &csize);
@@ -1284,8 +1252,6 @@ static NOINLINE void test_pins(cluster *c)
 	CHECK(keep != NULL && probe[0] != NULL, "probes detached from the forest");
 	if (!keep)
 		return;
-	promote_forest(m);
-	scrub_stack();
 	for (int i = 0; i < 32; i++)
 		probe_at[i] = hide(probe[i]);
 
@@ -1298,13 +1264,13 @@ static NOINLINE void test_pins(cluster *c)
 	 * collections hand them to the tracers. Go on for a while in the hope
 	 * that the pinned object's own region is evacuated around it (if the
 	 * collector leaves such regions alone, the object stays put anyway). */
-	double t0 = now_s();
+	double t0 = dgc_now_s();
 	int after = 0, moved = 0;
 	rh_stats s = stats();
 	atomic_store(&pins_watch, 1);
-	while (now_s() - t0 < 60) {
+	while (dgc_now_s() - t0 < 60) {
 		if (after >= 3 && atomic_load(&moved_remote) &&
-		    ((moved_remote_mask & near) || now_s() - t0 > 10))
+		    ((moved_remote_mask & near) || dgc_now_s() - t0 > 10))
 			break;
 		churn(m, 32u << 20);
 		scrub_stack(); /* stale junk addresses would pin junk */

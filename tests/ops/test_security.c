@@ -67,6 +67,41 @@ static int hello(client *k, rh_error *err)
 	return rc == RH_OK && m.type != RH_MSG_HELLO_OK ? RH_EPEER : rc;
 }
 
+/* connect_to with the cluster's secret, then hello. */
+static int connect_and_hello(client *k, const cluster *c, rh_error *err)
+{
+	int rc = connect_to(k, c, c->port[0], NULL, err);
+	if (rc == RH_OK)
+		rc = hello(k, err);
+	return rc;
+}
+
+/* One tracer, counted as a check when it does not start. */
+static int start_tracer(cluster *c)
+{
+	if (cluster_start_with(c, tracerd, provider, 1, 64, 0.25, 2000, NULL, OPS_TRACERS(NULL)) >=
+	    0)
+		return 0;
+	CHECK(0, "start a tracer");
+	return -1;
+}
+
+/* A tracer and k connected to it as its CPU server; on failure nothing is
+ * left running, so the case can simply return. */
+static int start_and_hello(cluster *c, client *k, rh_error *err)
+{
+	if (start_tracer(c) < 0)
+		return -1;
+	int rc = connect_and_hello(k, c, err);
+	CHECK(rc == RH_OK, "HELLO_OK (%s)", rc ? err->msg : "");
+	if (rc == RH_OK)
+		return 0;
+	if (k->conn)
+		rh_tp_close(k->conn);
+	cluster_stop(c);
+	return -1;
+}
+
 static int wait_log(const cluster *c, const char *what, char *log, size_t cap)
 {
 	for (int t = 0; t < 100; t++) {
@@ -125,11 +160,8 @@ static void test_secret_and_replay(void)
 	cluster c;
 	char log[65536];
 	rh_error err;
-	if (cluster_start_with(&c, tracerd, provider, 1, 64, 0.25, 2000, NULL, OPS_TRACERS(NULL)) <
-	    0) {
-		CHECK(0, "start a tracer");
+	if (start_tracer(&c) < 0)
 		return;
-	}
 	client bad = {0};
 	int rc = connect_to(&bad, &c, c.port[0], "not-the-secret-at-all", &err);
 	CHECK(rc == RH_EAUTH, "wrong secret: refused with RH_EAUTH (%d: %s)", rc, err.msg);
@@ -141,9 +173,7 @@ static void test_secret_and_replay(void)
 
 	/* The tracer still serves the real CPU server. */
 	client good = {0};
-	rc = connect_to(&good, &c, c.port[0], NULL, &err);
-	if (rc == RH_OK)
-		rc = hello(&good, &err);
+	rc = connect_and_hello(&good, &c, &err);
 	CHECK(rc == RH_OK, "after it, the right secret gets HELLO_OK (%s)", rc ? err.msg : "");
 
 	if (strcmp(provider, "tcp") == 0) {
@@ -210,22 +240,11 @@ static void test_outside(void)
 	cluster c;
 	char log[65536];
 	rh_error err;
-	if (cluster_start_with(&c, tracerd, provider, 1, 64, 0.25, 2000, NULL, OPS_TRACERS(NULL)) <
-	    0) {
-		CHECK(0, "start a tracer");
-		return;
-	}
 	client k = {0};
-	int rc = connect_to(&k, &c, c.port[0], NULL, &err);
-	if (rc == RH_OK)
-		rc = hello(&k, &err);
-	CHECK(rc == RH_OK, "HELLO_OK (%s)", rc ? err.msg : "");
-	if (rc != RH_OK) {
-		cluster_stop(&c);
+	if (start_and_hello(&c, &k, &err) < 0)
 		return;
-	}
 	static uint8_t local[8192];
-	rc = rh_tp_reg(k.conn, local, sizeof local, -1, 0, RH_TP_LOCAL, &err);
+	int rc = rh_tp_reg(k.conn, local, sizeof local, -1, 0, RH_TP_LOCAL, &err);
 	CHECK(rc == RH_OK, "register a local buffer (%s)", rc ? err.msg : "");
 	rh_tp_sge in = {.local = local, .remote = k.part.base + 4096, .len = 4096};
 	rc = rh_tp_read(k.conn, &in, 1, 1, &err);
@@ -270,22 +289,11 @@ static void test_oversize(void)
 	cluster c;
 	char log[65536];
 	rh_error err;
-	if (cluster_start_with(&c, tracerd, provider, 1, 64, 0.25, 2000, NULL, OPS_TRACERS(NULL)) <
-	    0) {
-		CHECK(0, "start a tracer");
-		return;
-	}
 	client k = {0};
-	int rc = connect_to(&k, &c, c.port[0], NULL, &err);
-	if (rc == RH_OK)
-		rc = hello(&k, &err);
-	CHECK(rc == RH_OK, "HELLO_OK (%s)", rc ? err.msg : "");
-	if (rc != RH_OK) {
-		cluster_stop(&c);
+	if (start_and_hello(&c, &k, &err) < 0)
 		return;
-	}
 	static uint8_t big[RH_PROTO_MAX + 1];
-	rc = rh_tp_send(k.conn, big, sizeof big, 2000, &err);
+	int rc = rh_tp_send(k.conn, big, sizeof big, 2000, &err);
 	CHECK(rc == RH_EINVAL, "a message over 64 KiB is refused before it leaves (%d: %s)", rc,
 	      err.msg);
 	/* A type table announced larger than the tracer accepts. */

@@ -1,6 +1,7 @@
 /* Test helper: child processes whose output the test reads back, either a
- * program run to completion (proc_run) or a forked function the test
- * watches and ends itself (proc_fork, proc_drain). */
+ * program run to completion (proc_run), a program left running with its
+ * output in a file (proc_spawn), or a forked function the test watches and
+ * ends itself (proc_fork, proc_drain). */
 #ifndef RH_TEST_PROC_H
 #define RH_TEST_PROC_H
 
@@ -79,34 +80,47 @@ static inline int proc_wait(pid_t pid)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* Start argv (argv[0] a path) with its `streams` appended to the file
+ * log, without waiting: for commands the test watches while they run.
+ * Children they leave behind inherit the file, not a pipe whose reader
+ * would wait for them. Returns the pid, or -1. */
+static inline pid_t proc_spawn(char *const argv[], int streams, const char *log)
+{
+	/* Or the child would write the parent's buffered output again. */
+	fflush(stdout);
+	fflush(stderr);
+	pid_t pid = fork();
+	if (pid != 0)
+		return pid;
+	int lfd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+	if (lfd < 0)
+		_exit(127);
+	proc_redirect(lfd, streams);
+	close(lfd);
+	execv(argv[0], argv);
+	_exit(127);
+}
+
 /* Run argv (argv[0] a path) to completion; what it writes to `streams`
  * comes back in out. With log set those streams are appended to that file
- * instead and out is empty: for commands that leave children behind that
- * inherit them, which a reader would wait for. Returns the exit status, or
+ * instead and out is empty (see proc_spawn). Returns the exit status, or
  * -1 if it did not exit. */
 static inline int proc_run(char *const argv[], int streams, const char *log, char *out, size_t cap)
 {
+	if (log) {
+		out[0] = 0;
+		pid_t pid = proc_spawn(argv, streams, log);
+		return pid < 0 ? -1 : proc_wait(pid);
+	}
 	int fd = -1;
-	pid_t pid = proc_fork(log ? 0 : streams, &fd);
+	pid_t pid = proc_fork(streams, &fd);
 	if (pid < 0)
 		return -1;
 	if (pid == 0) {
-		if (log) {
-			int lfd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
-			if (lfd < 0)
-				_exit(127);
-			proc_redirect(lfd, streams);
-			close(lfd);
-		}
 		execv(argv[0], argv);
 		_exit(127);
 	}
-	if (log) {
-		close(fd);
-		out[0] = 0;
-	} else {
-		proc_drain(fd, out, cap);
-	}
+	proc_drain(fd, out, cap);
 	return proc_wait(pid);
 }
 

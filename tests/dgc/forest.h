@@ -1,0 +1,57 @@
+/* What the distributed-collection tests (tests/dgc) and benchmark
+ * (benchmarks/dgc) build their forests from: nodes whose checksum is a
+ * function of their id, so that a lost or damaged object shows, hung from
+ * reference arrays of anchors, with a deterministic RNG choosing shapes and
+ * mutations. */
+#ifndef RH_TEST_DGC_FOREST_H
+#define RH_TEST_DGC_FOREST_H
+
+#include <stdint.h>
+#include <time.h>
+
+#include "rheap/rheap.h"
+
+/* An anchor array (type dgc_refs_desc). */
+struct dgc_refs {
+	uint64_t hdr, len;
+	void *e[];
+};
+
+static const rh_type_desc dgc_refs_desc = {
+        .name = "dgc-refs", .layout = RH_LAYOUT_REF_ARRAY, .size = 16, .elem_size = 8};
+/* Short-lived garbage. */
+static const rh_type_desc dgc_junk_desc = {
+        .name = "dgc-junk", .layout = RH_LAYOUT_BYTE_ARRAY, .size = 16, .elem_size = 1};
+
+static inline double dgc_now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* A node's checksum from its id: every bit of the id changes about half
+ * of it, so a stale copy or another node's fields do not pass. */
+static inline uint64_t dgc_mix(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	x ^= x >> 33;
+	return x;
+}
+
+/* xorshift64*: *s must start non-zero. Cheap enough for the mutators'
+ * inner loops, and reproducible per seed. */
+static inline uint64_t dgc_rand(uint64_t *s)
+{
+	uint64_t x = *s;
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	*s = x;
+	return x * 0x2545f4914f6cdd1dull;
+}
+
+#endif
