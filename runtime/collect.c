@@ -247,6 +247,18 @@ kept:
  * what the last full collection found live before the next full one. */
 #define MIB (1024ull * 1024)
 
+/* Bytes in old and humongous regions. */
+static uint64_t old_used(const rh_heap *h)
+{
+	uint64_t n = 0;
+	for (uint32_t i = 0; i < h->n_regions; i++) {
+		const rh_region *r = &h->regions[i];
+		if (r->kind == RH_REGION_OLD || r->kind == RH_REGION_HUMONGOUS)
+			n += r->top - r->start;
+	}
+	return n;
+}
+
 /* How far the old generation may grow before a full collection. */
 static uint64_t old_bound(const rh_heap *h)
 {
@@ -264,25 +276,16 @@ static bool full_foreseen(const rh_heap *h)
 {
 	if (h->offload_on)
 		return false;
-	uint64_t old_used = 0, eden = 0;
-	for (uint32_t i = 0; i < h->n_regions; i++) {
-		const rh_region *r = &h->regions[i];
-		if (r->kind == RH_REGION_OLD || r->kind == RH_REGION_HUMONGOUS)
-			old_used += r->top - r->start;
-		else if (r->kind == RH_REGION_EDEN)
-			eden += r->top - r->start;
-	}
-	return old_used + (uint64_t)(h->survival * (double)eden) > old_bound(h);
+	uint64_t eden = 0;
+	for (uint32_t i = 0; i < h->n_regions; i++)
+		if (h->regions[i].kind == RH_REGION_EDEN)
+			eden += h->regions[i].top - h->regions[i].start;
+	return old_used(h) + (uint64_t)(h->survival * (double)eden) > old_bound(h);
 }
 static void size_generations(rh_gc *g)
 {
 	rh_heap *h = g->h;
-	uint64_t old_used = 0;
-	for (uint32_t i = 0; i < h->n_regions; i++) {
-		const rh_region *r = &h->regions[i];
-		if (r->kind == RH_REGION_OLD || r->kind == RH_REGION_HUMONGOUS)
-			old_used += r->top - r->start;
-	}
+	uint64_t old = old_used(h);
 	if (g->kind == RH_GC_FULL) {
 		h->live_after_full = h->marker.bytes_marked;
 		h->full_due = false;
@@ -310,7 +313,7 @@ static void size_generations(rh_gc *g)
 		surv = 0.02;
 	double by_pause = budget_ns * YOUNG_SHARE / (h->copy_ns_per_byte * surv);
 	double by_free = h->cfg.young_fraction * (double)h->n_free * (double)h->region_size;
-	double target = (double)(old_used > 8 * MIB ? old_used : 8 * MIB);
+	double target = (double)(old > 8 * MIB ? old : 8 * MIB);
 	if (target > by_pause)
 		target = by_pause;
 	if (target > by_free)
@@ -318,7 +321,7 @@ static void size_generations(rh_gc *g)
 	uint32_t limit = (uint32_t)(target / (double)h->region_size);
 	h->eden_limit = limit ? limit : 1;
 	h->warm_limit = h->eden_limit + h->eden_limit / 4 + 2;
-	if (g->kind == RH_GC_PARTIAL && old_used > old_bound(h))
+	if (g->kind == RH_GC_PARTIAL && old > old_bound(h))
 		h->full_due = true;
 }
 

@@ -155,6 +155,30 @@ static inline void remember(rh_heap *h, void **slot, uintptr_t v)
 		rh_remember(h, (uintptr_t)slot, v);
 }
 
+/* ---------------------------------------------------------------- kept objects */
+
+static __attribute__((noinline)) void grow_kept(rh_gc *g)
+{
+	g->kept = rh_grow(g->kept, &g->cap_kept, g->n_kept + 1, sizeof *g->kept, 4096,
+	                  "collector: work list");
+}
+
+/* Marks obj as reached in place (pinned and humongous objects, those of
+ * regions kept in place: reclaiming reads the mark bit); its fields are
+ * scanned later, from the prefetch ring (rh_evac_trace). Only the mark
+ * bitmap is touched here: the object's own line is likely a cache miss. */
+static inline void mark_kept(rh_gc *g, uintptr_t obj)
+{
+	rh_heap *h = g->h;
+	size_t bit = (obj - h->base) >> 3;
+	if (rh_bit_get(h->mark_bits, bit))
+		return;
+	rh_bit_set(h->mark_bits, bit);
+	if (g->n_kept == g->cap_kept)
+		grow_kept(g);
+	g->kept[g->n_kept++] = obj;
+}
+
 /* ---------------------------------------------------------------- roots */
 
 static __attribute__((noinline)) void make_room(rh_gc *g)
@@ -177,8 +201,6 @@ static inline void push(rh_gc *g, void **slot)
 	g->slots[g->n_slots++] = slot;
 }
 
-static void keep_in_place(rh_gc *g, uintptr_t obj);
-
 void rh_gc_root_slot(rh_gc *g, void **slot)
 {
 	push(g, slot);
@@ -189,7 +211,7 @@ void rh_gc_root_slot(rh_gc *g, void **slot)
 void rh_gc_root_object(rh_gc *g, uintptr_t obj)
 {
 	if (g->one_pass)
-		keep_in_place(g, obj);
+		mark_kept(g, obj);
 	else
 		rh_marker_root(&g->h->marker, obj);
 }
@@ -207,27 +229,6 @@ static inline int set_state(const rh_heap *h, uintptr_t v)
 	if ((v & 7) || v - h->base >= h->size)
 		return RH_OUT;
 	return h->in_cset[(v - h->base) >> h->region_shift];
-}
-
-static __attribute__((noinline)) void grow_kept(rh_gc *g)
-{
-	g->kept = rh_grow(g->kept, &g->cap_kept, g->n_kept + 1, sizeof *g->kept, 4096,
-	                  "collector: work list");
-}
-
-/* Marks obj as reached in place; its fields are scanned later, from the
- * prefetch ring (rh_evac_trace). Only the mark bitmap is touched here: the
- * object's own line is likely a cache miss. */
-static inline void mark_kept(rh_gc *g, uintptr_t obj)
-{
-	rh_heap *h = g->h;
-	size_t bit = (obj - h->base) >> 3;
-	if (rh_bit_get(h->mark_bits, bit))
-		return;
-	rh_bit_set(h->mark_bits, bit);
-	if (g->n_kept == g->cap_kept)
-		grow_kept(g);
-	g->kept[g->n_kept++] = obj;
 }
 
 /* A field of an object just copied or kept: references into the set wait
@@ -272,13 +273,6 @@ static inline void scan(rh_gc *g, uintptr_t obj)
 		         (unsigned long long)rh_hdr((void *)obj), (void *)obj);
 }
 
-/* Pinned objects, humongous ones, and those of regions kept in place: the
- * mark bit (which reclaiming reads) says they were reached. */
-static void keep_in_place(rh_gc *g, uintptr_t obj)
-{
-	mark_kept(g, obj);
-}
-
 /* A kept object's turn: count it and list its fields. */
 static void scan_kept(rh_gc *g, uintptr_t obj)
 {
@@ -308,7 +302,7 @@ static inline uintptr_t move(rh_gc *g, uintptr_t obj, uint64_t hd)
 		/* Out of space: the object and its region stay in place. */
 		r->retain = 1;
 	}
-	keep_in_place(g, obj);
+	mark_kept(g, obj);
 	return obj;
 }
 

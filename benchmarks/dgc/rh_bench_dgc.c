@@ -165,7 +165,7 @@ static struct node *new_node(bench *b)
 		return NULL;
 	}
 	n->id = b->next_id++;
-	n->chk = dgc_mix(n->id);
+	n->chk = rng_mix(n->id);
 	return n;
 }
 
@@ -213,7 +213,7 @@ static void build_forest(bench *b, int scattered)
 	for (size_t k = 0; k < n; k++)
 		hole[k] = (uint32_t)k;
 	for (size_t k = n - 1; k > 0; k--) {
-		size_t j = dgc_rand(&b->rng) % (k + 1);
+		size_t j = rng_next(&b->rng) % (k + 1);
 		uint32_t t = hole[k];
 		hole[k] = hole[j];
 		hole[j] = t;
@@ -244,7 +244,7 @@ static int forest_ok(bench *b)
 			stack[sp++] = r;
 		while (sp) {
 			struct node *x = stack[--sp];
-			if (rh_object_type(x) != b->t_node || x->chk != dgc_mix(x->id)) {
+			if (rh_object_type(x) != b->t_node || x->chk != rng_mix(x->id)) {
 				fprintf(stderr, "rh-bench-dgc: tree %zu: damaged node at %p\n", i,
 				        (void *)x);
 				return 0;
@@ -648,14 +648,14 @@ static json_t *throughput(bench *b)
  * Every tree keeps its shape. Plus short-lived junk. */
 static void step(bench *b)
 {
-	size_t i = dgc_rand(&b->rng) % b->n_trees, k = dgc_rand(&b->rng) % b->n_trees;
+	size_t i = rng_next(&b->rng) % b->n_trees, k = rng_next(&b->rng) % b->n_trees;
 	if (k == i)
 		k = (k + 1) % b->n_trees;
 	struct node *x = ((struct dgc_refs *)anchors)->e[i],
 	            *y = ((struct dgc_refs *)anchors)->e[k];
 	int replace = b->replace_every && ++b->steps % b->replace_every == 0;
 	int level = replace ? MOVE_LEVEL : SWAP_LEVEL;
-	uint64_t r = dgc_rand(&b->rng);
+	uint64_t r = rng_next(&b->rng);
 	for (int l = 0; l < level - 1; l++, r >>= 2) {
 		x = x->f[r & 1];
 		y = y->f[(r >> 1) & 1];

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "rheap/rheap.h"
+#include "tests/common/rng.h"
 
 /* An anchor array (type dgc_refs_desc). */
 struct dgc_refs {
@@ -28,30 +29,6 @@ static inline double dgc_now_s(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/* A node's checksum from its id: every bit of the id changes about half
- * of it, so a stale copy or another node's fields do not pass. */
-static inline uint64_t dgc_mix(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	x ^= x >> 33;
-	return x;
-}
-
-/* xorshift64*: *s must start non-zero. Cheap enough for the mutators'
- * inner loops, and reproducible per seed. */
-static inline uint64_t dgc_rand(uint64_t *s)
-{
-	uint64_t x = *s;
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	*s = x;
-	return x * 0x2545f4914f6cdd1dull;
 }
 
 #endif

@@ -130,7 +130,7 @@ static void run(const char *tracerd, const char *provider)
 			goto out;
 		}
 		x->id = i + 1;
-		x->chk = dgc_mix(i + 1);
+		x->chk = rng_mix(i + 1);
 		rh_write_ref(m, &all->e[i], x);
 	}
 	rh_collect(m, 1);
@@ -241,7 +241,7 @@ static void run(const char *tracerd, const char *provider)
 			uint64_t want = ring_ids[k * RING + j];
 			if (!want)
 				break; /* a one-node ring */
-			if (x->id != want || x->chk != dgc_mix(x->id))
+			if (x->id != want || x->chk != rng_mix(x->id))
 				bad++;
 		}
 	}

@@ -111,7 +111,7 @@ static int ctl_fd = -1; /* child → parent: one byte per milestone */
 
 static uint64_t below(worker *w, uint64_t n)
 {
-	return dgc_rand(&w->rng) % n;
+	return rng_next(&w->rng) % n;
 }
 
 static uint64_t node_id(int t, uint64_t seq)
@@ -144,7 +144,7 @@ static int node_ok(const struct node *x, int t)
 {
 	if (!in_heap(x) || rh_object_type(x) != t_node)
 		return 0;
-	return (x->id >> 40) == (uint64_t)(t + 1) && x->chk == dgc_mix(x->id);
+	return (x->id >> 40) == (uint64_t)(t + 1) && x->chk == rng_mix(x->id);
 }
 
 static void lost(worker *w, const char *where, const void *x)
@@ -182,7 +182,7 @@ static struct node *new_node(worker *w)
 		_exit(2);
 	}
 	n->id = node_id(w->t, w->next_seq++);
-	n->chk = dgc_mix(n->id);
+	n->chk = rng_mix(n->id);
 	return n;
 }
 
@@ -665,7 +665,7 @@ static void build_forest(rh_mutator *m)
 	t_build0 = dgc_now_s();
 	for (int t = 0; t < THREADS; t++) {
 		workers[t].t = t;
-		workers[t].rng = dgc_mix(0x1234 + (uint64_t)t) | 1;
+		workers[t].rng = rng_mix(0x1234 + (uint64_t)t) | 1;
 		workers[t].stack_cap = 1024;
 		workers[t].stack = malloc(workers[t].stack_cap * sizeof(struct node *));
 	}

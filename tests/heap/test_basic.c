@@ -252,8 +252,8 @@ static void test_zeroed_reuse(rh_heap *h, rh_mutator *m)
 	uint64_t seed = 42;
 	size_t dirty = 0, objs = 0;
 	while (done < budget) {
-		size_t len = th_rand(&seed) % 3000;
-		int kind = (int)(th_rand(&seed) % 3);
+		size_t len = rng_next(&seed) % 3000;
+		int kind = (int)(rng_next(&seed) % 3);
 		uint8_t *p;
 		size_t from, bytes;
 		if (kind == 0) {

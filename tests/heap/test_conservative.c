@@ -45,13 +45,13 @@ static NOINLINE struct node *new_node(rh_mutator *m, uint64_t id)
 	struct node *n = rh_alloc(m, t_node);
 	REQUIRE(n != NULL);
 	n->id = id;
-	n->chk = th_mix(id);
+	n->chk = rng_mix(id);
 	return n;
 }
 
 static int node_ok(const struct node *n, uint64_t id)
 {
-	return n && rh_object_type(n) == t_node && n->id == id && n->chk == th_mix(id);
+	return n && rh_object_type(n) == t_node && n->id == id && n->chk == rng_mix(id);
 }
 
 /* Overwrite the dead stack below us, where finished helpers left copies of

@@ -147,7 +147,7 @@ static void run(rh_order order, int reorder)
 		perm[i] = i;
 	uint64_t seed = 0x5eed + (uint64_t)order;
 	for (uint32_t i = NODES - 1; i > 0; i--) {
-		uint32_t j = (uint32_t)(th_rand(&seed) % (i + 1));
+		uint32_t j = (uint32_t)(rng_next(&seed) % (i + 1));
 		uint32_t t = perm[i];
 		perm[i] = perm[j];
 		perm[j] = t;
@@ -157,7 +157,7 @@ static void run(rh_order order, int reorder)
 		REQUIRE(n != NULL);
 		n->id = perm[k];
 		slots[perm[k]] = n;
-		REQUIRE(rh_alloc_array(m, t_bytes, th_rand(&seed) % 200) != NULL);
+		REQUIRE(rh_alloc_array(m, t_bytes, rng_next(&seed) % 200) != NULL);
 	}
 	for (uint32_t i = 0; 2 * i + 2 < NODES; i++) {
 		struct node *n = slots[i];

@@ -41,7 +41,7 @@ static uint64_t hold_want[N_HOLDERS];
 
 static int node_ok(const struct node *n, uint64_t id)
 {
-	return n && rh_object_type(n) == t_node && n->id == id && n->chk == th_mix(id);
+	return n && rh_object_type(n) == t_node && n->id == id && n->chk == rng_mix(id);
 }
 
 static size_t check_all(void **slots)
@@ -80,7 +80,7 @@ static struct node *young(rh_mutator *m, uint64_t id)
 	struct node *n = rh_alloc(m, t_node);
 	REQUIRE(n != NULL);
 	n->id = id;
-	n->chk = th_mix(id);
+	n->chk = rng_mix(id);
 	return n;
 }
 
@@ -125,7 +125,7 @@ int main(void)
 	uint64_t max_remset = 0;
 	for (int round = 0; round < ROUNDS; round++) {
 		for (int s = 0; s < STORES; s++) {
-			uint64_t x = th_rand(&seed);
+			uint64_t x = rng_next(&seed);
 			size_t i = x % N_ELEMS;
 			unsigned what = (unsigned)(x >> 32) % 20;
 			if (what < 12) {

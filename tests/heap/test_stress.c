@@ -85,24 +85,24 @@ static int obj_ok(const void *p)
 	rh_type_id t = rh_object_type(p);
 	if (t == t_node) {
 		const struct node *n = p;
-		return n->id != 0 && n->chk == th_mix(n->id);
+		return n->id != 0 && n->chk == rng_mix(n->id);
 	}
 	if (t == t_refs) {
 		const struct refs *r = p;
 		return r->id != 0 && r->len == rh_array_length(p) &&
-		       r->chk == th_mix(r->id ^ r->len);
+		       r->chk == rng_mix(r->id ^ r->len);
 	}
 	if (t == t_bytes) {
 		const struct bytes *b = p;
 		return b->id != 0 && b->len == rh_array_length(p) &&
-		       b->chk == (th_mix(b->id) ^ bytes_sum(b));
+		       b->chk == (rng_mix(b->id) ^ bytes_sum(b));
 	}
 	if (t == t_recs) {
 		const struct recs *r = p;
 		if (r->id == 0 || r->len != rh_array_length(p))
 			return 0;
 		for (uint64_t i = 0; i < r->len; i++)
-			if (r->e[i].val != th_mix(r->id + i))
+			if (r->e[i].val != rng_mix(r->id + i))
 				return 0;
 		return 1;
 	}
@@ -147,7 +147,7 @@ static int owned(struct worker *w, const void *p)
 static void *alloc_random(struct worker *w)
 {
 	rh_mutator *m = w->m;
-	uint64_t x = th_rand(&w->seed);
+	uint64_t x = rng_next(&w->seed);
 	uint64_t id = ((uint64_t)w->tid + 1) << 40 | w->next_id++;
 	switch (x % 4) {
 	case 0: {
@@ -155,7 +155,7 @@ static void *alloc_random(struct worker *w)
 		if (!n)
 			return NULL;
 		n->id = id;
-		n->chk = th_mix(id);
+		n->chk = rng_mix(id);
 		return n;
 	}
 	case 1: {
@@ -164,7 +164,7 @@ static void *alloc_random(struct worker *w)
 		if (!r)
 			return NULL;
 		r->id = id;
-		r->chk = th_mix(id ^ len);
+		r->chk = rng_mix(id ^ len);
 		/* Some elements point at objects in our roots already. */
 		for (size_t i = 0; i < len; i += 3) {
 			void *v = w->slots[(x >> 16 ^ i) % SLOTS];
@@ -180,7 +180,7 @@ static void *alloc_random(struct worker *w)
 		b->id = id;
 		for (size_t i = 0; i < len; i++)
 			b->b[i] = (uint8_t)(id * 31 + i * (x | 1));
-		b->chk = th_mix(id) ^ bytes_sum(b);
+		b->chk = rng_mix(id) ^ bytes_sum(b);
 		return b;
 	}
 	default: {
@@ -190,7 +190,7 @@ static void *alloc_random(struct worker *w)
 			return NULL;
 		r->id = id;
 		for (size_t i = 0; i < len; i++)
-			r->e[i].val = th_mix(id + i);
+			r->e[i].val = rng_mix(id + i);
 		return r;
 	}
 	}
@@ -236,7 +236,7 @@ static void unlock_shared(rh_mutator *m)
 static void one_op(struct worker *w)
 {
 	rh_mutator *m = w->m;
-	uint64_t x = th_rand(&w->seed);
+	uint64_t x = rng_next(&w->seed);
 	size_t i = (x >> 8) % SLOTS, j = (x >> 16) % SLOTS, k = x >> 24;
 	unsigned what = (unsigned)(x % 1000);
 	if (what < 300) {
@@ -322,7 +322,7 @@ static int set_add(struct set *s, uintptr_t p)
 		free(s->a);
 		*s = t;
 	}
-	size_t h = (size_t)th_mix(p) & (s->cap - 1);
+	size_t h = (size_t)rng_mix(p) & (s->cap - 1);
 	while (s->a[h]) {
 		if (s->a[h] == p)
 			return 0;
@@ -455,7 +455,7 @@ int main(int argc, char **argv)
 	shared_root = rh_alloc_array(m, t_refs, SHARED);
 	REQUIRE(shared_root != NULL);
 	((struct refs *)shared_root)->id = 1;
-	((struct refs *)shared_root)->chk = th_mix(1 ^ SHARED);
+	((struct refs *)shared_root)->chk = rng_mix(1 ^ SHARED);
 
 	struct worker ws[MAX_THREADS];
 	pthread_t ts[MAX_THREADS];

@@ -59,7 +59,7 @@ static int push(rh_mutator *m, void **root, uint64_t i)
 	if (!n)
 		return -1;
 	n->id = i;
-	n->chk = th_mix(i);
+	n->chk = rng_mix(i);
 	rh_write_ref(m, &n->aux, i % 3 == 0 ? slots[0] : i % 3 == 1 ? imm(i) : NULL);
 	rh_write_ref(m, (void **)&n->next, *root);
 	*root = n; /* a frame or global slot: not a heap field, no barrier */
@@ -76,7 +76,7 @@ static size_t check_list(void *head, uint64_t hi)
 			return bad + 1; /* too long */
 		}
 		want--;
-		if (rh_object_type(n) != t_node || n->id != want || n->chk != th_mix(want)) {
+		if (rh_object_type(n) != t_node || n->id != want || n->chk != rng_mix(want)) {
 			fprintf(stderr, "node %p: type %u id %llu want %llu\n", (void *)n,
 			        rh_object_type(n), (unsigned long long)n->id,
 			        (unsigned long long)want);
@@ -204,7 +204,7 @@ static void test_garbage(rh_mutator *m)
 	uint64_t target = 10 * s0.heap_size, done = 0, seed = 7;
 	int failed = 0;
 	while (done < target && !failed) {
-		uint64_t r = th_rand(&seed);
+		uint64_t r = rng_next(&seed);
 		if (r % 4 == 0) {
 			/* A short garbage chain, rooted while it is built. */
 			slots[1] = NULL;

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "rheap/rheap.h"
+#include "tests/common/rng.h"
 
 static unsigned long th_passed_n;
 static unsigned long th_failed_n;
@@ -99,28 +100,6 @@ static inline rh_stats th_stats(rh_heap *h)
 	memset(&s, 0, sizeof s);
 	rh_stats_get(h, &s);
 	return s;
-}
-
-/* Deterministic per-test randomness (xorshift64*). */
-static inline uint64_t th_rand(uint64_t *s)
-{
-	uint64_t x = *s;
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	*s = x;
-	return x * 0x2545f4914f6cdd1dull;
-}
-
-/* A 64-bit mix used for ids and checksums stored in objects. */
-static inline uint64_t th_mix(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	x ^= x >> 33;
-	return x;
 }
 
 static inline int th_same_region(const void *a, const void *b, uint64_t region_size)

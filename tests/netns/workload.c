@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "rheap/rheap.h"
+#include "tests/common/rng.h"
 
 /* 384 arrays of 64 KiB: 24 MiB live in the tests' 64 MiB heap, whose
  * cache is 16 MiB, so reads keep missing. */
@@ -34,20 +35,10 @@ static void rh_on_usr1(int sig)
 	rh_finish = 1;
 }
 
-static uint64_t rh_mix(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	x ^= x >> 33;
-	return x;
-}
-
 static void rh_fill(uint8_t *p, uint64_t seed)
 {
 	for (size_t i = 0; i < ARRAY_BYTES; i += 8) {
-		uint64_t v = rh_mix(seed + i);
+		uint64_t v = rng_mix(seed + i);
 		memcpy(p + i, &v, 8);
 	}
 }
@@ -55,7 +46,7 @@ static void rh_fill(uint8_t *p, uint64_t seed)
 static int rh_matches(const uint8_t *p, uint64_t seed)
 {
 	for (size_t i = 0; i < ARRAY_BYTES; i += 8) {
-		uint64_t v = rh_mix(seed + i);
+		uint64_t v = rng_mix(seed + i);
 		if (memcmp(p + i, &v, 8) != 0)
 			return 0;
 	}
@@ -126,7 +117,7 @@ int main(int argc, char **argv)
 		uint8_t *a = rh_alloc_array(m, t_bytes, ARRAY_BYTES);
 		if (!a)
 			break;
-		seed[k] = rh_mix(k + 1);
+		seed[k] = rng_mix(k + 1);
 		rh_fill(a + RH_ARRAY_HEADER_SIZE, seed[k]);
 		void **slots = (void **)((char *)root[0] + RH_ARRAY_HEADER_SIZE);
 		rh_write_ref(m, &slots[k], a);
@@ -140,13 +131,13 @@ int main(int argc, char **argv)
 	uint64_t rng = 0x9e3779b97f4a7c15ull, iters = 0, bad = 0;
 	double start = rh_now(), next_report = start;
 	while (!rh_finish && (seconds <= 0 || rh_now() - start < seconds)) {
-		rng = rh_mix(rng + 1);
+		rng = rng_mix(rng + 1);
 		size_t k = (size_t)(rng % N_ARRAYS);
 		uint8_t *p = rh_array(root[0], k);
 		if (!rh_matches(p, seed[k]) && bad++ < 5)
 			printf("array %zu: contents differ from seed %llu\n", k,
 			       (unsigned long long)seed[k]);
-		seed[k] = rh_mix(seed[k] ^ iters);
+		seed[k] = rng_mix(seed[k] ^ iters);
 		if (rng & (1ull << 40)) {
 			/* A fresh copy: the old one becomes garbage, so the
 			 * collector runs and regions move between tiers. */
