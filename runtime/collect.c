@@ -377,11 +377,17 @@ static void reclaim(rh_gc *g)
 	}
 	for (uint32_t i = 0; i < h->n_regions; i++) {
 		rh_region *r = &h->regions[i];
+		/* Object starts change only where the set was (fillers, freed
+		 * regions) or copies were appended: elsewhere the start bitmap
+		 * stays, so remembered cards into the next set are found
+		 * without walking (and, on a disaggregated heap, fetching)
+		 * whole old regions again. */
+		if (h->in_cset[i] || r->top != r->old_top)
+			r->starts_valid = 0;
 		h->in_cset[i] = 0;
 		r->in_cset = 0;
 		r->retain = 0;
 		r->has_pins = 0;
-		r->starts_valid = 0;
 		r->old_top = r->top;
 	}
 	rh_remsets_drop_freed(h);

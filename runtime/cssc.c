@@ -712,6 +712,7 @@ static void run(rh_heap *h)
 				continue;
 			}
 			r->top = r->old_top = r->start + ev->dst[j].top;
+			r->starts_valid = 0; /* its tracer wrote the objects */
 			r->live_bytes = ev->dst[j].top;
 			r->live_known = 1;
 			r->ident++;
