@@ -85,6 +85,62 @@ static void install(rh_swap *s, uintptr_t a, const void *src, bool writable, boo
 	}
 }
 
+/* A write to a fresh page: that page and the INIT pages after it in its
+ * region, up to RH_ZERO_RUN, installed writable and DIRTY by one ioctl.
+ * Fresh pages are written by bumping (TLABs, copy destinations), so the
+ * next ones are written next; a fault each (one round trip through this
+ * thread) cost most of a collection's copying on a disaggregated heap.
+ * INIT pages change state only under fault_lock, which the caller holds
+ * (the evictor takes resident pages only), so the run stays INIT while
+ * the budget wait lets the evictor run. */
+static void zero_run(rh_swap *s, uintptr_t a)
+{
+	uintptr_t region_end = (a & ~(uintptr_t)(s->region_size - 1)) + s->region_size;
+	size_t pg = rh_swap_page(s, a), n = 1;
+	while (n < RH_ZERO_RUN && a + n * RH_PAGE_SIZE < region_end &&
+	       rh_swap_get(s, pg + n) == RH_PAGE_INIT)
+		n++;
+	budget_wait(s, n);
+	size_t done = 0;
+	int err = 0;
+	while (done < n) {
+		struct uffdio_copy c = {.dst = a + done * RH_PAGE_SIZE,
+		                        .src = (uintptr_t)s->zero,
+		                        .len = (n - done) * RH_PAGE_SIZE};
+		int rc = ioctl(s->uffd, UFFDIO_COPY, &c);
+		if (c.copy > 0)
+			done += (size_t)c.copy / RH_PAGE_SIZE;
+		if (rc == 0)
+			break;
+		if (errno != EAGAIN) {
+			err = errno;
+			break;
+		}
+	}
+	size_t before = atomic_fetch_add(&s->resident, done);
+	for (size_t i = 0; i < done; i++)
+		rh_swap_set(s, pg + i, RH_PAGE_DIRTY);
+	if (before <= s->high_pages && before + done > s->high_pages) {
+		pthread_mutex_lock(&s->lock);
+		pthread_cond_broadcast(&s->cond);
+		pthread_mutex_unlock(&s->lock);
+	}
+	if (done == 0) {
+		/* Not even the faulting page (EEXIST, or an error install
+		 * reports): the one-page path handles both. */
+		install(s, a, s->zero, true, true);
+		return;
+	}
+	if (err && err != EEXIST)
+		rh_panic("swap: UFFDIO_COPY at %#lx failed: %s",
+		         (unsigned long)(a + done * RH_PAGE_SIZE), strerror(err));
+	/* A partial run (a page after the faulting one was mapped already)
+	 * leaves the rest INIT, for their own faults; the faulter is woken
+	 * whatever the kernel did. */
+	if (done < n)
+		rh_uffd_wake(s, a, RH_PAGE_SIZE);
+}
+
 static void park(rh_swap *s, uintptr_t a)
 {
 	s->parked = rh_grow(s->parked, &s->cap_parked, s->n_parked + 1, sizeof *s->parked, 64,
@@ -130,8 +186,12 @@ static void on_missing(rh_swap *s, uintptr_t a, bool write)
 	size_t pg = rh_swap_page(s, a);
 	switch (rh_swap_get(s, pg)) {
 	case RH_PAGE_INIT:
-		budget_wait(s, 1);
-		install(s, a, s->zero, write, true);
+		if (write)
+			zero_run(s, a);
+		else {
+			budget_wait(s, 1);
+			install(s, a, s->zero, false, true);
+		}
 		atomic_fetch_add(&s->st.zero_faults, 1);
 		break;
 	case RH_PAGE_EVICTED:

@@ -17,6 +17,8 @@
 #include "swap/swap.h"
 
 #define RH_EVICT_BATCH 64u
+/* Zero pages installed at once on a write to a fresh page (fault.c). */
+#define RH_ZERO_RUN 16u
 
 struct rh_swap {
 	rh_swap_opts o;
@@ -47,7 +49,7 @@ struct rh_swap {
 	uint8_t *fbuf;            /* fault bounce: (1 + readahead) pages */
 	uint8_t *ebuf;            /* evictor bounce: RH_EVICT_BATCH pages + log entries */
 	size_t fbuf_len, ebuf_len;
-	uint8_t *zero; /* a zero page */
+	uint8_t *zero; /* RH_ZERO_RUN zero pages */
 	atomic_uint_fast64_t wr_seq;
 	uint32_t clock; /* evictor's next region */
 

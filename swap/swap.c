@@ -104,7 +104,7 @@ int rh_swap_open(const rh_swap_opts *o, rh_swap **out, rh_error *err)
 	s->ebuf_len = RH_EVICT_BATCH * RH_PAGE_SIZE + RH_EVICT_BATCH * 4 + RH_PAGE_SIZE;
 	s->fbuf = map_buf(s->fbuf_len);
 	s->ebuf = map_buf(s->ebuf_len);
-	s->zero = map_buf(RH_PAGE_SIZE);
+	s->zero = map_buf(RH_ZERO_RUN * RH_PAGE_SIZE);
 	int rc = RH_OK;
 	if (!s->hosts || !s->state || !s->tag || !s->log_head || !s->fbuf || !s->ebuf || !s->zero)
 		rc = rh_err_set(err, RH_ENOMEM, "swap: out of memory for %zu page states",
@@ -164,7 +164,7 @@ void rh_swap_close(rh_swap *s)
 	if (s->ebuf)
 		munmap(s->ebuf, s->ebuf_len);
 	if (s->zero)
-		munmap(s->zero, RH_PAGE_SIZE);
+		munmap(s->zero, RH_ZERO_RUN * RH_PAGE_SIZE);
 	free(s->parked);
 	free(s->hosts);
 	free(s->state);
