@@ -134,11 +134,13 @@ static void zero_run(rh_swap *s, uintptr_t a)
 	if (err && err != EEXIST)
 		rh_panic("swap: UFFDIO_COPY at %#lx failed: %s",
 		         (unsigned long)(a + done * RH_PAGE_SIZE), strerror(err));
-	/* A partial run (a page after the faulting one was mapped already)
-	 * leaves the rest INIT, for their own faults; the faulter is woken
-	 * whatever the kernel did. */
-	if (done < n)
+	/* A run cut short by a page mapped already: that page is taken as
+	 * install takes one (DIRTY and counted), the rest stay INIT for their
+	 * own faults, and the faulter is woken whatever the kernel did. */
+	if (done < n) {
+		install(s, a + done * RH_PAGE_SIZE, s->zero, true, false);
 		rh_uffd_wake(s, a, RH_PAGE_SIZE);
+	}
 }
 
 static void park(rh_swap *s, uintptr_t a)
