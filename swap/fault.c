@@ -52,6 +52,18 @@ static void budget_wait(rh_swap *s, size_t n)
 	pthread_mutex_unlock(&s->lock);
 }
 
+/* n pages were just counted resident on top of `before`: start the evictor
+ * ahead of need once the count passes the high mark, so faults rarely wait
+ * for it. */
+static void kick_evictor(rh_swap *s, size_t before, size_t n)
+{
+	if (before <= s->high_pages && before + n > s->high_pages) {
+		pthread_mutex_lock(&s->lock);
+		pthread_cond_broadcast(&s->cond);
+		pthread_mutex_unlock(&s->lock);
+	}
+}
+
 static void install(rh_swap *s, uintptr_t a, const void *src, bool writable, bool wake)
 {
 	size_t pg = rh_swap_page(s, a);
@@ -75,14 +87,9 @@ static void install(rh_swap *s, uintptr_t a, const void *src, bool writable, boo
 	} else if (rc < 0) {
 		rh_panic("swap: UFFDIO_COPY at %#lx failed: %s", (unsigned long)a, strerror(-rc));
 	}
-	size_t now = atomic_fetch_add(&s->resident, 1) + 1;
+	size_t before = atomic_fetch_add(&s->resident, 1);
 	rh_swap_set(s, pg, st);
-	/* Start the evictor ahead of need, so faults rarely wait for it. */
-	if (now == s->high_pages + 1) {
-		pthread_mutex_lock(&s->lock);
-		pthread_cond_broadcast(&s->cond);
-		pthread_mutex_unlock(&s->lock);
-	}
+	kick_evictor(s, before, 1);
 }
 
 /* A write to a fresh page: that page and the INIT pages after it in its
@@ -120,11 +127,7 @@ static void zero_run(rh_swap *s, uintptr_t a)
 	size_t before = atomic_fetch_add(&s->resident, done);
 	for (size_t i = 0; i < done; i++)
 		rh_swap_set(s, pg + i, RH_PAGE_DIRTY);
-	if (before <= s->high_pages && before + done > s->high_pages) {
-		pthread_mutex_lock(&s->lock);
-		pthread_cond_broadcast(&s->cond);
-		pthread_mutex_unlock(&s->lock);
-	}
+	kick_evictor(s, before, done);
 	if (done == 0) {
 		/* Not even the faulting page (EEXIST, or an error install
 		 * reports): the one-page path handles both. */
