@@ -32,6 +32,7 @@
 #define USER_TOP 0x800000000000ull /* end of the x86-64/aarch64 user half (47 bits) */
 #define SECRET_MIN 16
 #define TIMEOUT_MAX_MS 600000
+#define SPIN_MAX_US 10000
 #define PAUSE_MAX_MS 600000
 #define TRACER_THREADS_MAX 64
 #define CONFIG_FILE_MAX (1 << 20)
@@ -99,6 +100,7 @@ void rh_config_default(rh_config *cfg)
 	cfg->heap_size = GIB;
 	cfg->region_size = 0;
 	cfg->cache_fraction = 1.0;
+	cfg->fault_spin_us = 50;
 	strcpy(cfg->provider, "shm");
 	cfg->timeout_ms = 2000;
 	cfg->pause_budget_us = 50 * 1000;
@@ -346,6 +348,8 @@ static int check(const struct ctx *c, rh_config *cfg)
 		return rc;
 	if (!(cfg->cache_fraction > 0 && cfg->cache_fraction <= 1))
 		return fail(c, "cache.fraction", "%g is outside (0, 1]", cfg->cache_fraction);
+	if (cfg->fault_spin_us > SPIN_MAX_US)
+		return range_fail(c, "cache.fault_spin_us", cfg->fault_spin_us, 0, SPIN_MAX_US);
 	if ((rc = check_provider(c, cfg->provider, sizeof cfg->provider)))
 		return rc;
 	if (cfg->timeout_ms < 1 || cfg->timeout_ms > TIMEOUT_MAX_MS)
@@ -589,7 +593,7 @@ static int j_str(const struct ctx *c, const char *key, const json_t *v, const ch
 static const char *const top_keys[] = {"heap", "cache",       "transport", "servers",
                                        "gc",   "secret_file", NULL};
 static const char *const heap_keys[] = {"base", "size", "region_size", NULL};
-static const char *const cache_keys[] = {"fraction", NULL};
+static const char *const cache_keys[] = {"fraction", "fault_spin_us", NULL};
 static const char *const transport_keys[] = {"provider", "timeout_ms", NULL};
 static const char *const server_keys[] = {"host", "port", "partition_size", NULL};
 static const char *const gc_keys[] = {
@@ -695,9 +699,14 @@ static int parse_root(const struct ctx *c, const json_t *root, const char *base_
 			return rc;
 	}
 	if (cache) {
+		long long spin = cfg->fault_spin_us;
 		if ((rc = check_object(c, cache, "cache", cache_keys)) ||
-		    (rc = j_num(c, "cache.fraction", GET(cache, "fraction"), &cfg->cache_fraction)))
+		    (rc = j_num(c, "cache.fraction", GET(cache, "fraction"),
+		                &cfg->cache_fraction)) ||
+		    (rc = j_int(c, "cache.fault_spin_us", GET(cache, "fault_spin_us"), 0,
+		                SPIN_MAX_US, &spin)))
 			return rc;
+		cfg->fault_spin_us = (uint32_t)spin;
 	}
 	if (tr) {
 		const char *prov = NULL;
@@ -866,6 +875,7 @@ char *rh_config_to_json(const rh_config *cfg)
 	put(heap, "region_size", size_json(cfg->region_size), &ok);
 	put(root, "heap", heap, &ok);
 	put(cache, "fraction", json_real(cfg->cache_fraction), &ok);
+	put(cache, "fault_spin_us", json_integer(cfg->fault_spin_us), &ok);
 	put(root, "cache", cache, &ok);
 	put(tr, "provider", bounded_string(cfg->provider, sizeof cfg->provider), &ok);
 	put(tr, "timeout_ms", json_integer(cfg->timeout_ms), &ok);

@@ -106,6 +106,7 @@ static int open_remote(rh_heap *h, rh_error *err)
 	                   .region_size = h->region_size,
 	                   .budget = (size_t)(h->cfg.cache_fraction * (double)h->size),
 	                   .readahead = 8,
+	                   .fault_spin_ns = (uint64_t)h->cfg.fault_spin_us * 1000,
 	                   .timeout_ms = h->cfg.timeout_ms,
 	                   .hosts = hosts,
 	                   .n_hosts = n,

@@ -244,24 +244,41 @@ static void on_write_protect(rh_swap *s, uintptr_t a)
 	pthread_mutex_unlock(&s->lock);
 }
 
+/* Wait for fault messages: poll, unless a fault came less than
+ * fault_spin_ns ago, in which case keep reading without sleeping. On a
+ * virtual machine whose idle vCPUs halt, waking this thread from poll cost
+ * hundreds of microseconds per fault (docs/swap.md, "Waiting"), far more
+ * than the fault itself; faults come in bursts, so a short poll after each
+ * catches the next one awake. Returns the bytes read, 0 to stop. */
+static size_t next_msgs(rh_swap *s, struct uffd_msg *msgs, size_t cap, uint64_t spin_until)
+{
+	struct pollfd pfd[2] = {{.fd = s->uffd, .events = POLLIN},
+	                        {.fd = s->wake_fd, .events = POLLIN}};
+	while (!atomic_load(&s->stop)) {
+		bool spin = spin_until && rh_now_ns() < spin_until;
+		if (!spin) {
+			if (poll(pfd, 2, -1) < 0 && errno != EINTR)
+				rh_panic("swap: poll on userfaultfd: %s", strerror(errno));
+			if (pfd[1].revents)
+				return 0;
+		}
+		ssize_t n = read(s->uffd, msgs, cap * sizeof *msgs);
+		if (n > 0)
+			return (size_t)n;
+		if (n < 0 && errno != EAGAIN && errno != EINTR)
+			rh_panic("swap: reading userfaultfd: %s", strerror(errno));
+	}
+	return 0;
+}
+
 void *rh_swap_fault_main(void *arg)
 {
 	rh_swap *s = arg;
-	struct pollfd pfd[2] = {{.fd = s->uffd, .events = POLLIN},
-	                        {.fd = s->wake_fd, .events = POLLIN}};
 	struct uffd_msg msgs[32];
-	while (!atomic_load(&s->stop)) {
-		if (poll(pfd, 2, -1) < 0 && errno != EINTR)
-			rh_panic("swap: poll on userfaultfd: %s", strerror(errno));
-		if (pfd[1].revents)
-			break;
-		ssize_t n = read(s->uffd, msgs, sizeof msgs);
-		if (n < 0) {
-			if (errno == EAGAIN || errno == EINTR)
-				continue;
-			rh_panic("swap: reading userfaultfd: %s", strerror(errno));
-		}
-		for (size_t i = 0; i < (size_t)n / sizeof msgs[0]; i++) {
+	uint64_t spin_until = 0;
+	size_t n;
+	while ((n = next_msgs(s, msgs, 32, spin_until)) > 0) {
+		for (size_t i = 0; i < n / sizeof msgs[0]; i++) {
 			if (msgs[i].event != UFFD_EVENT_PAGEFAULT)
 				continue;
 			uintptr_t a = (uintptr_t)msgs[i].arg.pagefault.address &
@@ -276,6 +293,7 @@ void *rh_swap_fault_main(void *arg)
 				on_missing(s, a, (fl & UFFD_PAGEFAULT_FLAG_WRITE) != 0);
 			pthread_mutex_unlock(&s->fault_lock);
 		}
+		spin_until = s->o.fault_spin_ns ? rh_now_ns() + s->o.fault_spin_ns : 0;
 	}
 	return NULL;
 }

@@ -41,6 +41,7 @@ typedef struct rh_swap_opts {
 	size_t region_size;
 	size_t budget;             /* bytes of heap resident at most */
 	uint32_t readahead;        /* pages fetched after a faulting one, same region */
+	uint64_t fault_spin_ns;    /* fault thread polls this long after a fault */
 	uint32_t timeout_ms;       /* for each remote operation */
 	const rh_swap_host *hosts; /* copied */
 	size_t n_hosts;

@@ -49,8 +49,9 @@ typedef struct rh_config {
 	uint64_t heap_size;   /* default 1 GiB; multiple of region_size */
 	uint64_t region_size; /* 0 = chosen from heap_size; power of two 256 KiB..1 GiB */
 
-	/* "cache": { "fraction" } share of the heap the CPU server keeps resident */
-	double cache_fraction; /* (0, 1], default 1.0 */
+	/* "cache": { "fraction", "fault_spin_us" } */
+	double cache_fraction;  /* share of the heap kept resident, (0, 1], default 1.0 */
+	uint32_t fault_spin_us; /* polling after a fault, 0..10000, default 50 */
 
 	/* "transport": { "provider", "timeout_ms" } */
 	char provider[16];   /* "shm" (default), "tcp", "verbs" */

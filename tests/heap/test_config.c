@@ -90,6 +90,10 @@ static void test_struct(void)
 	bad_struct("cache fraction 1.5", "fraction", &c);
 
 	th_config(&c, 64, 256);
+	c.fault_spin_us = 20000;
+	bad_struct("fault spin 20 ms", "fault_spin_us", &c);
+
+	th_config(&c, 64, 256);
 	snprintf(c.provider, sizeof c.provider, "pigeon");
 	bad_struct("unknown provider", "provider", &c);
 
