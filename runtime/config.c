@@ -100,6 +100,7 @@ void rh_config_default(rh_config *cfg)
 	cfg->heap_size = GIB;
 	cfg->region_size = 0;
 	cfg->cache_fraction = 1.0;
+	cfg->faults = RH_FAULTS_THREAD;
 	cfg->fault_spin_us = 50;
 	strcpy(cfg->provider, "shm");
 	cfg->timeout_ms = 2000;
@@ -348,6 +349,9 @@ static int check(const struct ctx *c, rh_config *cfg)
 		return rc;
 	if (!(cfg->cache_fraction > 0 && cfg->cache_fraction <= 1))
 		return fail(c, "cache.fraction", "%g is outside (0, 1]", cfg->cache_fraction);
+	if (cfg->faults != RH_FAULTS_THREAD && cfg->faults != RH_FAULTS_SIGNAL)
+		return fail(c, "cache.faults", "expected \"thread\" or \"signal\", got %d",
+		            (int)cfg->faults);
 	if (cfg->fault_spin_us > SPIN_MAX_US)
 		return range_fail(c, "cache.fault_spin_us", cfg->fault_spin_us, 0, SPIN_MAX_US);
 	if ((rc = check_provider(c, cfg->provider, sizeof cfg->provider)))
@@ -593,7 +597,7 @@ static int j_str(const struct ctx *c, const char *key, const json_t *v, const ch
 static const char *const top_keys[] = {"heap", "cache",       "transport", "servers",
                                        "gc",   "secret_file", NULL};
 static const char *const heap_keys[] = {"base", "size", "region_size", NULL};
-static const char *const cache_keys[] = {"fraction", "fault_spin_us", NULL};
+static const char *const cache_keys[] = {"fraction", "faults", "fault_spin_us", NULL};
 static const char *const transport_keys[] = {"provider", "timeout_ms", NULL};
 static const char *const server_keys[] = {"host", "port", "partition_size", NULL};
 static const char *const gc_keys[] = {
@@ -707,6 +711,16 @@ static int parse_root(const struct ctx *c, const json_t *root, const char *base_
 		                SPIN_MAX_US, &spin)))
 			return rc;
 		cfg->fault_spin_us = (uint32_t)spin;
+		const char *faults = NULL;
+		if ((rc = j_str(c, "cache.faults", GET(cache, "faults"), &faults)))
+			return rc;
+		if (faults && strcmp(faults, "thread") == 0)
+			cfg->faults = RH_FAULTS_THREAD;
+		else if (faults && strcmp(faults, "signal") == 0)
+			cfg->faults = RH_FAULTS_SIGNAL;
+		else if (faults)
+			return fail(c, "cache.faults",
+			            "expected \"thread\" or \"signal\", got \"%.40s\"", faults);
 	}
 	if (tr) {
 		const char *prov = NULL;
@@ -875,6 +889,8 @@ char *rh_config_to_json(const rh_config *cfg)
 	put(heap, "region_size", size_json(cfg->region_size), &ok);
 	put(root, "heap", heap, &ok);
 	put(cache, "fraction", json_real(cfg->cache_fraction), &ok);
+	put(cache, "faults", json_string(cfg->faults == RH_FAULTS_SIGNAL ? "signal" : "thread"),
+	    &ok);
 	put(cache, "fault_spin_us", json_integer(cfg->fault_spin_us), &ok);
 	put(root, "cache", cache, &ok);
 	put(tr, "provider", bounded_string(cfg->provider, sizeof cfg->provider), &ok);

@@ -107,6 +107,7 @@ static int open_remote(rh_heap *h, rh_error *err)
 	                   .budget = (size_t)(h->cfg.cache_fraction * (double)h->size),
 	                   .readahead = 8,
 	                   .fault_spin_ns = (uint64_t)h->cfg.fault_spin_us * 1000,
+	                   .signal_faults = h->cfg.faults == RH_FAULTS_SIGNAL,
 	                   .timeout_ms = h->cfg.timeout_ms,
 	                   .hosts = hosts,
 	                   .n_hosts = n,
@@ -211,6 +212,17 @@ void rh_heap_close(rh_heap *h)
 	if (h->n_mutators)
 		rh_panic("rh_heap_close: %zu mutator(s) still attached", h->n_mutators);
 	rh_barrier_stop(h);
+	if (h->swap) {
+		rh_swap_stats st;
+		rh_swap_stats_get(h->swap, &st);
+		rh_log(RH_LOG_DEBUG, "swap",
+		       "%llu faults (%llu readahead pages), %llu fresh, %llu first writes; %llu "
+		       "waited for the evictor, %.1f ms in all; %llu batches",
+		       (unsigned long long)st.faults, (unsigned long long)st.readahead_pages,
+		       (unsigned long long)st.zero_faults, (unsigned long long)st.wp_faults,
+		       (unsigned long long)st.budget_waits, (double)st.budget_wait_ns / 1e6,
+		       (unsigned long long)st.batches);
+	}
 	/* Swap first: its threads use the connections the remote owns. */
 	rh_swap_close(h->swap);
 	rh_remote_close(h->remote);

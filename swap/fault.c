@@ -43,6 +43,9 @@ void rh_uffd_wake(rh_swap *s, uintptr_t a, size_t len)
 /* Wait until n more pages fit in the budget (the evictor makes room). */
 static void budget_wait(rh_swap *s, size_t n)
 {
+	if (atomic_load(&s->resident) + n <= s->budget_pages)
+		return;
+	uint64_t t0 = rh_now_ns();
 	pthread_mutex_lock(&s->lock);
 	while (atomic_load(&s->resident) + n > s->budget_pages && !atomic_load(&s->stop) &&
 	       !atomic_load(&s->failed)) {
@@ -50,6 +53,8 @@ static void budget_wait(rh_swap *s, size_t n)
 		rh_cond_wait_ms(&s->cond, &s->lock, 50);
 	}
 	pthread_mutex_unlock(&s->lock);
+	atomic_fetch_add(&s->st.budget_waits, 1);
+	atomic_fetch_add(&s->st.budget_wait_ns, rh_now_ns() - t0);
 }
 
 /* n pages were just counted resident on top of `before`: start the evictor
@@ -148,6 +153,10 @@ static void zero_run(rh_swap *s, uintptr_t a)
 
 static void park(rh_swap *s, uintptr_t a)
 {
+	/* A faulting thread serving its own fault is not blocked in the
+	 * kernel: it retries, and waits for the batch in rh_swap_serve. */
+	if (s->o.signal_faults)
+		return;
 	s->parked = rh_grow(s->parked, &s->cap_parked, s->n_parked + 1, sizeof *s->parked, 64,
 	                    "swap: parking a fault");
 	s->parked[s->n_parked++] = a;
@@ -242,6 +251,57 @@ static void on_write_protect(rh_swap *s, uintptr_t a)
 		break;
 	}
 	pthread_mutex_unlock(&s->lock);
+}
+
+/* A fault served by the thread that took it (signal.c): the kernel sent
+ * SIGBUS instead of queueing a message, so nobody is blocked on the page
+ * and the thread retries its access when this returns. The kind of fault
+ * is told by the page's state; `write` is 1 for a write, 0 for a read, -1
+ * when the architecture does not say. */
+void rh_swap_serve(rh_swap *s, uintptr_t a, int write)
+{
+	a &= ~(uintptr_t)(RH_PAGE_SIZE - 1);
+	size_t pg = rh_swap_page(s, a);
+	pthread_mutex_lock(&s->fault_lock);
+	while (atomic_load(&s->failed)) {
+		/* The process is going down (the fatal handler runs): this
+		 * thread stays here, as a faulter stays blocked with a thread. */
+		pthread_mutex_unlock(&s->fault_lock);
+		pthread_mutex_lock(&s->lock);
+		rh_cond_wait_ms(&s->cond, &s->lock, 1000);
+		pthread_mutex_unlock(&s->lock);
+		pthread_mutex_lock(&s->fault_lock);
+	}
+	switch (rh_swap_get(s, pg)) {
+	case RH_PAGE_INIT:
+		/* Unknown counts as a write: a zero run, DIRTY, which is
+		 * right for a read too (only a needless write-back). */
+		on_missing(s, a, write != 0);
+		break;
+	case RH_PAGE_EVICTED:
+		on_missing(s, a, write == 1);
+		break;
+	case RH_PAGE_CLEAN:
+	case RH_PAGE_DIRTY:
+		/* A write to a protected page, or a page another thread
+		 * installed meanwhile: a read just retries. */
+		if (write != 0)
+			on_write_protect(s, a);
+		break;
+	case RH_PAGE_EVICTING:
+		/* Wait for the evictor's batch, then retry (a missing fault
+		 * then fetches the written-back copy). Not under fault_lock:
+		 * other threads' faults go on meanwhile. */
+		pthread_mutex_unlock(&s->fault_lock);
+		pthread_mutex_lock(&s->lock);
+		while (rh_swap_get(s, pg) == RH_PAGE_EVICTING && !atomic_load(&s->failed))
+			rh_cond_wait_ms(&s->cond, &s->lock, 50);
+		pthread_mutex_unlock(&s->lock);
+		return;
+	default:
+		break; /* FETCHING is only seen under fault_lock's holder */
+	}
+	pthread_mutex_unlock(&s->fault_lock);
 }
 
 /* Wait for fault messages: poll, unless a fault came less than

@@ -34,7 +34,7 @@ struct rh_swap {
 
 	int uffd, wake_fd;
 	pthread_t fault_thr, evict_thr;
-	bool threads_started;
+	bool threads_started, fault_thread, signal_added;
 	atomic_bool stop;
 	atomic_bool failed;
 	atomic_bool drop_warned; /* a failed MADV_DONTNEED was logged */
@@ -55,7 +55,8 @@ struct rh_swap {
 
 	struct {
 		atomic_uint_fast64_t faults, zero_faults, wp_faults, readahead_pages, bytes_fetched,
-		        bytes_evicted, pages_dropped, batches, drop_failures;
+		        bytes_evicted, pages_dropped, batches, drop_failures, budget_waits,
+		        budget_wait_ns;
 	} st;
 };
 
@@ -86,6 +87,11 @@ int rh_uffd_copy(rh_swap *s, uintptr_t dst, const void *src, size_t len, bool wp
 int rh_uffd_protect(rh_swap *s, uintptr_t a, size_t len, bool wp);
 void rh_uffd_wake(rh_swap *s, uintptr_t a, size_t len);
 void *rh_swap_fault_main(void *arg);
+void rh_swap_serve(rh_swap *s, uintptr_t a, int write);
+
+/* The SIGBUS handler's registry of heaps (signal.c). */
+int rh_swap_signal_add(rh_swap *s, rh_error *err);
+void rh_swap_signal_remove(rh_swap *s);
 
 /* Eviction (evict.c). */
 void *rh_swap_evict_main(void *arg);

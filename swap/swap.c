@@ -47,9 +47,14 @@ static int open_uffd(rh_swap *s, rh_error *err)
 		return rh_err_errno(
 		        err, RH_EIO,
 		        "swap: userfaultfd (needs root or vm.unprivileged_userfaultfd=1)");
-	struct uffdio_api api = {.api = UFFD_API, .features = UFFD_FEATURE_PAGEFAULT_FLAG_WP};
+	uint64_t want =
+	        UFFD_FEATURE_PAGEFAULT_FLAG_WP | (s->o.signal_faults ? UFFD_FEATURE_SIGBUS : 0);
+	struct uffdio_api api = {.api = UFFD_API, .features = want};
 	if (ioctl(s->uffd, UFFDIO_API, &api) < 0)
-		return rh_err_errno(err, RH_EIO, "swap: userfaultfd write-protect support");
+		return rh_err_errno(err, RH_EIO,
+		                    s->o.signal_faults
+		                            ? "swap: userfaultfd write-protect and SIGBUS support"
+		                            : "swap: userfaultfd write-protect support");
 	struct uffdio_register reg = {.range = {.start = s->base, .len = s->size},
 	                              .mode = UFFDIO_REGISTER_MODE_MISSING |
 	                                      UFFDIO_REGISTER_MODE_WP};
@@ -118,10 +123,17 @@ int rh_swap_open(const rh_swap_opts *o, rh_swap **out, rh_error *err)
 	}
 	if (rc == RH_OK)
 		rc = open_uffd(s, err);
+	if (rc == RH_OK && o->signal_faults && (rc = rh_swap_signal_add(s, err)) == RH_OK)
+		s->signal_added = true;
+	if (rc == RH_OK && !o->signal_faults) {
+		if (pthread_create(&s->fault_thr, NULL, rh_swap_fault_main, s) != 0)
+			rc = rh_err_set(err, RH_EIO, "swap: cannot start its fault thread");
+		else
+			s->fault_thread = true;
+	}
 	if (rc == RH_OK) {
-		if (pthread_create(&s->fault_thr, NULL, rh_swap_fault_main, s) != 0 ||
-		    pthread_create(&s->evict_thr, NULL, rh_swap_evict_main, s) != 0)
-			rc = rh_err_set(err, RH_EIO, "swap: cannot start its threads");
+		if (pthread_create(&s->evict_thr, NULL, rh_swap_evict_main, s) != 0)
+			rc = rh_err_set(err, RH_EIO, "swap: cannot start its evictor");
 		else
 			s->threads_started = true;
 	}
@@ -138,16 +150,20 @@ void rh_swap_close(rh_swap *s)
 	if (!s)
 		return;
 	atomic_store(&s->stop, true);
-	if (s->threads_started) {
+	if (s->fault_thread) {
 		uint64_t one = 1;
 		ssize_t w = write(s->wake_fd, &one, sizeof one);
 		(void)w;
+		pthread_join(s->fault_thr, NULL);
+	}
+	if (s->threads_started) {
 		pthread_mutex_lock(&s->lock);
 		pthread_cond_broadcast(&s->cond);
 		pthread_mutex_unlock(&s->lock);
-		pthread_join(s->fault_thr, NULL);
 		pthread_join(s->evict_thr, NULL);
 	}
+	if (s->signal_added)
+		rh_swap_signal_remove(s);
 	if (s->uffd >= 0) {
 		struct uffdio_range r = {.start = s->base, .len = s->size};
 		ioctl(s->uffd, UFFDIO_UNREGISTER, &r);
@@ -246,6 +262,8 @@ void rh_swap_stats_get(rh_swap *s, rh_swap_stats *out)
 	out->pages_dropped = atomic_load(&s->st.pages_dropped);
 	out->batches = atomic_load(&s->st.batches);
 	out->drop_failures = atomic_load(&s->st.drop_failures);
+	out->budget_waits = atomic_load(&s->st.budget_waits);
+	out->budget_wait_ns = atomic_load(&s->st.budget_wait_ns);
 	out->resident_pages = atomic_load(&s->resident);
 	out->budget_pages = s->budget_pages;
 }

@@ -42,6 +42,7 @@ typedef struct rh_swap_opts {
 	size_t budget;             /* bytes of heap resident at most */
 	uint32_t readahead;        /* pages fetched after a faulting one, same region */
 	uint64_t fault_spin_ns;    /* fault thread polls this long after a fault */
+	bool signal_faults;        /* each thread serves its own faults (SIGBUS) */
 	uint32_t timeout_ms;       /* for each remote operation */
 	const rh_swap_host *hosts; /* copied */
 	size_t n_hosts;
@@ -61,6 +62,8 @@ typedef struct rh_swap_stats {
 	uint64_t pages_dropped; /* evicted clean */
 	uint64_t batches;       /* eviction batches that ran the tag protocol */
 	uint64_t drop_failures; /* evicted pages MADV_DONTNEED failed to drop (kept) */
+	uint64_t budget_waits;  /* faults that waited for the evictor to make room */
+	uint64_t budget_wait_ns;
 	uint64_t resident_pages;
 	uint64_t budget_pages;
 } rh_swap_stats;

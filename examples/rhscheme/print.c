@@ -30,7 +30,15 @@ static void print_flonum(FILE *f, double d)
 static void print_string(FILE *f, str_t *s, bool write)
 {
 	if (!write) {
-		fwrite(s->b, 1, s->len, f);
+		/* Through a C buffer: stdio hands a long string to write(2) as
+		 * it is, and the kernel cannot fault a page in for a heap that
+		 * serves faults by signal (cache.faults "signal"). */
+		char buf[1024];
+		for (size_t i = 0; i < s->len; i += sizeof buf) {
+			size_t n = s->len - i < sizeof buf ? s->len - i : sizeof buf;
+			memcpy(buf, s->b + i, n);
+			fwrite(buf, 1, n, f);
+		}
 		return;
 	}
 	fputc('"', f);

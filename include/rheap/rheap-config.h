@@ -32,6 +32,13 @@ extern "C" {
 #define RH_PATH_MAX 4096
 #define RH_SECRET_MAX 128
 
+/* Who serves a page fault on a disaggregated heap (docs/swap.md, "Waiting"). */
+typedef enum rh_faults {
+	RH_FAULTS_THREAD = 0, /* default: a fault thread; system calls may touch heap memory */
+	RH_FAULTS_SIGNAL = 1, /* the faulting thread, from SIGBUS: faster, but a system call
+	                       * given heap memory that is not resident fails with EFAULT */
+} rh_faults;
+
 typedef enum rh_order {
 	RH_ORDER_DFS = 0, /* default: objects reached together are placed together */
 	RH_ORDER_BFS = 1,
@@ -49,9 +56,10 @@ typedef struct rh_config {
 	uint64_t heap_size;   /* default 1 GiB; multiple of region_size */
 	uint64_t region_size; /* 0 = chosen from heap_size; power of two 256 KiB..1 GiB */
 
-	/* "cache": { "fraction", "fault_spin_us" } */
+	/* "cache": { "fraction", "faults", "fault_spin_us" } */
 	double cache_fraction;  /* share of the heap kept resident, (0, 1], default 1.0 */
-	uint32_t fault_spin_us; /* polling after a fault, 0..10000, default 50 */
+	rh_faults faults;       /* "faults": "thread" | "signal" */
+	uint32_t fault_spin_us; /* fault thread's polling after a fault, 0..10000, default 50 */
 
 	/* "transport": { "provider", "timeout_ms" } */
 	char provider[16];   /* "shm" (default), "tcp", "verbs" */

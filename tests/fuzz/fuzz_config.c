@@ -58,6 +58,8 @@ static const char *differs(const rh_config *a, const rh_config *b)
 		return "heap.region_size";
 	if (a->cache_fraction != b->cache_fraction)
 		return "cache.fraction";
+	if (a->faults != b->faults)
+		return "cache.faults";
 	if (a->fault_spin_us != b->fault_spin_us)
 		return "cache.fault_spin_us";
 	if (strcmp(a->provider, b->provider) != 0)

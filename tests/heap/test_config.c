@@ -94,6 +94,10 @@ static void test_struct(void)
 	bad_struct("fault spin 20 ms", "fault_spin_us", &c);
 
 	th_config(&c, 64, 256);
+	c.faults = (rh_faults)7;
+	bad_struct("fault mode 7", "faults", &c);
+
+	th_config(&c, 64, 256);
 	snprintf(c.provider, sizeof c.provider, "pigeon");
 	bad_struct("unknown provider", "provider", &c);
 

@@ -89,14 +89,19 @@ static inline int cluster_write_config(cluster *c, const char *provider,
                                        unsigned long long heap_mib, double cache,
                                        unsigned timeout_ms, const char *extra_gc)
 {
+	/* RHEAP_TEST_FAULTS=signal runs a test with faults served by the
+	 * faulting threads (meson.build's "-signal" variants). */
+	const char *faults = getenv("RHEAP_TEST_FAULTS");
 	FILE *f = fopen(c->config, "w");
 	if (!f)
 		return -1;
 	fprintf(f,
-	        "{\"heap\": {\"size\": \"%lluMiB\"}, \"cache\": {\"fraction\": %g},\n"
+	        "{\"heap\": {\"size\": \"%lluMiB\"},\n"
+	        " \"cache\": {\"fraction\": %g, \"faults\": \"%s\"},\n"
 	        " \"transport\": {\"provider\": \"%s\", \"timeout_ms\": %u},\n"
 	        " \"secret_file\": \"secret\", \"gc\": {%s},\n \"servers\": [",
-	        heap_mib, cache, provider, timeout_ms, extra_gc ? extra_gc : "");
+	        heap_mib, cache, faults && *faults ? faults : "thread", provider, timeout_ms,
+	        extra_gc ? extra_gc : "");
 	for (int i = 0; i < c->n; i++)
 		fprintf(f, "%s{\"host\": \"%s\", \"port\": %d}", i ? ", " : "", cluster_host(),
 		        c->port[i]);
