@@ -594,6 +594,24 @@ static int j_str(const struct ctx *c, const char *key, const json_t *v, const ch
 	return 0;
 }
 
+/* A string naming one of two choices: *out = 0 for n0, 1 for n1; unchanged
+ * when the key is absent. */
+static int j_choice(const struct ctx *c, const char *key, const json_t *v, const char *n0,
+                    const char *n1, int *out)
+{
+	const char *s = NULL;
+	int rc = j_str(c, key, v, &s);
+	if (rc || !s)
+		return rc;
+	if (strcmp(s, n0) == 0)
+		*out = 0;
+	else if (strcmp(s, n1) == 0)
+		*out = 1;
+	else
+		return fail(c, key, "expected \"%s\" or \"%s\", got \"%.40s\"", n0, n1, s);
+	return 0;
+}
+
 static const char *const top_keys[] = {"heap", "cache",       "transport", "servers",
                                        "gc",   "secret_file", NULL};
 static const char *const heap_keys[] = {"base", "size", "region_size", NULL};
@@ -664,15 +682,10 @@ static int parse_gc(const struct ctx *c, const json_t *gc, rh_config *cfg)
 			            PAUSE_MAX_MS);
 		cfg->pause_budget_us = (uint32_t)us;
 	}
-	const char *order = NULL;
-	if ((rc = j_str(c, "gc.order", GET(gc, "order"), &order)))
+	int order = cfg->order;
+	if ((rc = j_choice(c, "gc.order", GET(gc, "order"), "dfs", "bfs", &order)))
 		return rc;
-	if (order && strcmp(order, "dfs") == 0)
-		cfg->order = RH_ORDER_DFS;
-	else if (order && strcmp(order, "bfs") == 0)
-		cfg->order = RH_ORDER_BFS;
-	else if (order)
-		return fail(c, "gc.order", "expected \"dfs\" or \"bfs\", got \"%.40s\"", order);
+	cfg->order = order ? RH_ORDER_BFS : RH_ORDER_DFS;
 	long long threads = cfg->tracer_threads;
 	if ((rc = j_num(c, "gc.young_fraction", GET(gc, "young_fraction"), &cfg->young_fraction)) ||
 	    (rc = j_num(c, "gc.full_threshold", GET(gc, "full_threshold"), &cfg->full_threshold)) ||
@@ -704,23 +717,17 @@ static int parse_root(const struct ctx *c, const json_t *root, const char *base_
 	}
 	if (cache) {
 		long long spin = cfg->fault_spin_us;
+		int faults = cfg->faults;
 		if ((rc = check_object(c, cache, "cache", cache_keys)) ||
 		    (rc = j_num(c, "cache.fraction", GET(cache, "fraction"),
 		                &cfg->cache_fraction)) ||
+		    (rc = j_choice(c, "cache.faults", GET(cache, "faults"), "thread", "signal",
+		                   &faults)) ||
 		    (rc = j_int(c, "cache.fault_spin_us", GET(cache, "fault_spin_us"), 0,
 		                SPIN_MAX_US, &spin)))
 			return rc;
+		cfg->faults = faults ? RH_FAULTS_SIGNAL : RH_FAULTS_THREAD;
 		cfg->fault_spin_us = (uint32_t)spin;
-		const char *faults = NULL;
-		if ((rc = j_str(c, "cache.faults", GET(cache, "faults"), &faults)))
-			return rc;
-		if (faults && strcmp(faults, "thread") == 0)
-			cfg->faults = RH_FAULTS_THREAD;
-		else if (faults && strcmp(faults, "signal") == 0)
-			cfg->faults = RH_FAULTS_SIGNAL;
-		else if (faults)
-			return fail(c, "cache.faults",
-			            "expected \"thread\" or \"signal\", got \"%.40s\"", faults);
 	}
 	if (tr) {
 		const char *prov = NULL;
