@@ -34,7 +34,7 @@ struct rh_swap {
 
 	int uffd, wake_fd;
 	pthread_t fault_thr, evict_thr;
-	bool threads_started, fault_thread, signal_added;
+	bool threads_started, fault_thread;
 	atomic_bool stop;
 	atomic_bool failed;
 	atomic_bool drop_warned; /* a failed MADV_DONTNEED was logged */

@@ -123,8 +123,8 @@ int rh_swap_open(const rh_swap_opts *o, rh_swap **out, rh_error *err)
 	}
 	if (rc == RH_OK)
 		rc = open_uffd(s, err);
-	if (rc == RH_OK && o->signal_faults && (rc = rh_swap_signal_add(s, err)) == RH_OK)
-		s->signal_added = true;
+	if (rc == RH_OK && o->signal_faults)
+		rc = rh_swap_signal_add(s, err);
 	if (rc == RH_OK && !o->signal_faults) {
 		if (pthread_create(&s->fault_thr, NULL, rh_swap_fault_main, s) != 0)
 			rc = rh_err_set(err, RH_EIO, "swap: cannot start its fault thread");
@@ -162,8 +162,8 @@ void rh_swap_close(rh_swap *s)
 		pthread_mutex_unlock(&s->lock);
 		pthread_join(s->evict_thr, NULL);
 	}
-	if (s->signal_added)
-		rh_swap_signal_remove(s);
+	if (s->o.signal_faults)
+		rh_swap_signal_remove(s); /* a no-op if it was never added */
 	if (s->uffd >= 0) {
 		struct uffdio_range r = {.start = s->base, .len = s->size};
 		ioctl(s->uffd, UFFDIO_UNREGISTER, &r);
