@@ -282,6 +282,15 @@ static bool full_foreseen(const rh_heap *h)
 			eden += h->regions[i].top - h->regions[i].start;
 	return old_used(h) + (uint64_t)(h->survival * (double)eden) > old_bound(h);
 }
+/* Free regions kept mapped (region.c): enough for the next eden and the
+ * copies of its expected survivors, so that neither the mutator nor the
+ * pause faults pages in, but no more (they count in RSS, and on a
+ * disaggregated heap in the page cache). */
+static void set_warm_limit(rh_heap *h, double surv)
+{
+	h->warm_limit = h->eden_limit + (uint32_t)(h->eden_limit * surv + 0.999) + 2;
+}
+
 static void size_generations(rh_gc *g)
 {
 	rh_heap *h = g->h;
@@ -320,7 +329,7 @@ static void size_generations(rh_gc *g)
 		target = by_free;
 	uint32_t limit = (uint32_t)(target / (double)h->region_size);
 	h->eden_limit = limit ? limit : 1;
-	h->warm_limit = h->eden_limit + h->eden_limit / 4 + 2;
+	set_warm_limit(h, surv);
 	if (g->kind == RH_GC_PARTIAL && old > old_bound(h))
 		h->full_due = true;
 }
@@ -341,7 +350,7 @@ void rh_gc_size_initial(rh_heap *h)
 	h->eden_limit = (uint32_t)(eden / (double)h->region_size);
 	if (h->eden_limit < 1)
 		h->eden_limit = 1;
-	h->warm_limit = h->eden_limit + h->eden_limit / 4 + 2;
+	set_warm_limit(h, h->survival);
 }
 
 static void reclaim(rh_gc *g)

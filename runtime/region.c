@@ -56,25 +56,27 @@ static void make_zero(rh_heap *h, rh_region *r)
 	}
 }
 
-static int64_t take(rh_heap *h, rh_region_kind kind, bool zero);
+static int64_t take(rh_heap *h, rh_region_kind kind, bool zero, bool warm_first);
 
 int64_t rh_region_take(rh_heap *h, rh_region_kind kind)
 {
-	return take(h, kind, kind != RH_REGION_OLD);
+	return take(h, kind, kind != RH_REGION_OLD, true);
 }
 
 int64_t rh_region_take_dest(rh_heap *h, rh_region_kind kind)
 {
-	return take(h, kind, false);
+	return take(h, kind, false, true);
 }
 
-static int64_t take(rh_heap *h, rh_region_kind kind, bool zero)
+/* The free list's top region, or a warm one first if warm_first. */
+static int64_t take(rh_heap *h, rh_region_kind kind, bool zero, bool warm_first)
 {
 	if (h->n_free == 0)
 		return -1;
-	/* Eden prefers a warm region: its pages are mapped (and resident on a
-	 * disaggregated heap), where a dropped one costs a fault per page. */
-	if (zero && h->n_warm && !h->regions[h->free_list[h->n_free - 1]].warm) {
+	/* A warm region is preferred: its pages are mapped (and resident on a
+	 * disaggregated heap), where a dropped one costs a fault per page, and
+	 * a copy destination's faults fall inside the pause. */
+	if (warm_first && h->n_warm && !h->regions[h->free_list[h->n_free - 1]].warm) {
 		for (uint32_t k = h->n_free - 1; k-- > 0;) {
 			if (h->regions[h->free_list[k]].warm) {
 				uint32_t t = h->free_list[k];
@@ -110,7 +112,7 @@ int64_t rh_region_take_in(rh_heap *h, uint32_t lo, uint32_t n, rh_region_kind ki
 		if (idx - lo < n && !h->regions[idx].warm) {
 			h->free_list[k] = h->free_list[h->n_free - 1];
 			h->free_list[h->n_free - 1] = idx;
-			return take(h, kind, false);
+			return take(h, kind, false, false);
 		}
 	}
 	return -1;
