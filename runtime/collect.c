@@ -320,7 +320,19 @@ static void size_generations(rh_gc *g)
 	double surv = h->survival > h->last_survival ? h->survival : h->last_survival;
 	if (surv < 0.02)
 		surv = 0.02;
-	double by_pause = budget_ns * YOUNG_SHARE / (h->copy_ns_per_byte * surv);
+	/* The survivor regions this pause leaves are in the next set too
+	 * and are copied again (counted whole): their bytes come off the
+	 * share first, averaged over pauses, since eden shrinks when they
+	 * are many and the next pause leaves fewer. */
+	uint64_t sb = 0;
+	for (uint32_t i = 0; h->n_surv && i < h->n_regions; i++)
+		if (h->regions[i].kind == RH_REGION_EDEN)
+			sb += h->regions[i].top - h->regions[i].start;
+	h->surv_bytes = 0.5 * h->surv_bytes + 0.5 * (double)sb;
+	double room = budget_ns * YOUNG_SHARE / h->copy_ns_per_byte - h->surv_bytes;
+	if (room < (double)h->region_size * surv)
+		room = (double)h->region_size * surv;
+	double by_pause = room / surv;
 	double by_free = h->cfg.young_fraction * (double)h->n_free * (double)h->region_size;
 	double target = (double)(old > 8 * MIB ? old : 8 * MIB);
 	if (target > by_pause)

@@ -138,6 +138,7 @@ struct rh_heap {
 	rh_marker marker;
 	double copy_ns_per_byte;  /* measured evacuation cost, for the pause budget */
 	double survival;          /* share of eden that survives a partial collection */
+	double surv_bytes;        /* survivor regions' bytes after a pause, averaged */
 	double last_survival;     /* the last partial collection's */
 	uint64_t live_after_full; /* bytes marked by the last full collection */
 	double full_growth;       /* old may reach this times live_after_full (collect.c) */
