@@ -11,20 +11,31 @@
 #include "common/grow.h"
 #include "swap/internal.h"
 
-int rh_uffd_copy(rh_swap *s, uintptr_t dst, const void *src, size_t len, bool wp, bool wake)
+int rh_uffd_copy(rh_swap *s, uintptr_t dst, const void *src, size_t len, bool wp, bool wake,
+                 size_t *done)
 {
-	for (;;) {
-		struct uffdio_copy c = {.dst = dst,
-		                        .src = (uintptr_t)src,
-		                        .len = len,
+	size_t n = 0;
+	int rc = 0;
+	while (n < len) {
+		struct uffdio_copy c = {.dst = dst + n,
+		                        .src = (uintptr_t)src + n,
+		                        .len = len - n,
 		                        .mode = (wp ? UFFDIO_COPY_MODE_WP : 0) |
 		                                (wake ? 0 : UFFDIO_COPY_MODE_DONTWAKE)};
-		if (ioctl(s->uffd, UFFDIO_COPY, &c) == 0)
-			return 0;
-		if (errno == EAGAIN)
-			continue; /* the mm changed under us: retry */
-		return -errno;
+		int r = ioctl(s->uffd, UFFDIO_COPY, &c);
+		if (c.copy > 0)
+			n += (size_t)c.copy;
+		if (r == 0)
+			break;
+		if (errno != EAGAIN) {
+			rc = -errno;
+			break;
+		}
+		/* EAGAIN: the mm changed under us; go on from where it stopped. */
 	}
+	if (done)
+		*done = n;
+	return rc;
 }
 
 int rh_uffd_protect(rh_swap *s, uintptr_t a, size_t len, bool wp)
@@ -73,7 +84,7 @@ static void install(rh_swap *s, uintptr_t a, const void *src, bool writable, boo
 {
 	size_t pg = rh_swap_page(s, a);
 	uint8_t st = writable ? RH_PAGE_DIRTY : RH_PAGE_CLEAN;
-	int rc = rh_uffd_copy(s, a, src, RH_PAGE_SIZE, !writable, wake);
+	int rc = rh_uffd_copy(s, a, src, RH_PAGE_SIZE, !writable, wake, NULL);
 	if (rc == -EEXIST) {
 		/* A page is mapped there already, though this page's state
 		 * (INIT, or FETCHING claimed by fetch()) said none was; it
@@ -113,22 +124,9 @@ static void zero_run(rh_swap *s, uintptr_t a)
 	       rh_swap_get(s, pg + n) == RH_PAGE_INIT)
 		n++;
 	budget_wait(s, n);
-	size_t done = 0;
-	int err = 0;
-	while (done < n) {
-		struct uffdio_copy c = {.dst = a + done * RH_PAGE_SIZE,
-		                        .src = (uintptr_t)s->zero,
-		                        .len = (n - done) * RH_PAGE_SIZE};
-		int rc = ioctl(s->uffd, UFFDIO_COPY, &c);
-		if (c.copy > 0)
-			done += (size_t)c.copy / RH_PAGE_SIZE;
-		if (rc == 0)
-			break;
-		if (errno != EAGAIN) {
-			err = errno;
-			break;
-		}
-	}
+	size_t bytes;
+	int err = -rh_uffd_copy(s, a, s->zero, n * RH_PAGE_SIZE, false, true, &bytes);
+	size_t done = bytes / RH_PAGE_SIZE;
 	size_t before = atomic_fetch_add(&s->resident, done);
 	for (size_t i = 0; i < done; i++)
 		rh_swap_set(s, pg + i, RH_PAGE_DIRTY);

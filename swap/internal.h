@@ -82,8 +82,11 @@ const rh_swap_host *rh_swap_host_of(rh_swap *s, uintptr_t a);
 void rh_swap_fail(rh_swap *s, const rh_swap_host *h, const rh_error *err);
 uint64_t rh_swap_wr_id(rh_swap *s);
 
-/* userfaultfd helpers (fault.c). */
-int rh_uffd_copy(rh_swap *s, uintptr_t dst, const void *src, size_t len, bool wp, bool wake);
+/* userfaultfd helpers (fault.c). rh_uffd_copy returns 0 or -errno (EEXIST:
+ * a page there is mapped already); *done, if given, gets the bytes it
+ * installed from the start of the range either way. */
+int rh_uffd_copy(rh_swap *s, uintptr_t dst, const void *src, size_t len, bool wp, bool wake,
+                 size_t *done);
 int rh_uffd_protect(rh_swap *s, uintptr_t a, size_t len, bool wp);
 void rh_uffd_wake(rh_swap *s, uintptr_t a, size_t len);
 void *rh_swap_fault_main(void *arg);
