@@ -75,3 +75,14 @@ uint64_t gb_count(gcb_trees *t, const gb_node *n, uint64_t height)
 		return 1;
 	return 1 + gb_count(t, n->left, height - 1) + gb_count(t, n->right, height - 1);
 }
+
+uint64_t gb_iteration(gcb_trees *t, void **sp, uint64_t height)
+{
+	sp[0] = gb_new_node(t, height);
+	gb_populate(t, sp, height);
+	uint64_t sum = gb_count(t, sp[0], height);
+	sp[0] = gb_make(t, sp + 1, height);
+	sum += gb_count(t, sp[0], height);
+	sp[0] = NULL;
+	return sum;
+}

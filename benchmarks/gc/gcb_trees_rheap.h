@@ -37,5 +37,9 @@ gb_node *gb_make(gcb_trees *t, void **sp, uint64_t height);
 /* Nodes in the tree, each checked against its height; a wrong one is
  * counted in t->bad_nodes and its subtree not visited. */
 uint64_t gb_count(gcb_trees *t, const gb_node *n, uint64_t height);
+/* One iteration of gcbench's inner loop: a tree of the given height built
+ * top-down and one bottom-up, each counted and dropped. Uses sp[0 ..
+ * 3 * height] (sp[0] is cleared at the end). Returns the nodes counted. */
+uint64_t gb_iteration(gcb_trees *t, void **sp, uint64_t height);
 
 #endif

@@ -79,12 +79,7 @@ int main(int argc, char **argv)
 			uint64_t iters = gb_iterations(&p, d);
 			uint64_t t = gcb_now_ns();
 			for (uint64_t i = 0; i < iters; i++) {
-				sp[0] = gb_new_node(&tr, d);
-				gb_populate(&tr, sp, d);
-				sum += gb_count(&tr, sp[0], d);
-				sp[0] = gb_make(&tr, sp + 1, d);
-				sum += gb_count(&tr, sp[0], d);
-				sp[0] = NULL;
+				sum += gb_iteration(&tr, sp, d);
 				rh_safepoint(mut);
 			}
 			if (round == 0)

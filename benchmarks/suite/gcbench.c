@@ -48,12 +48,7 @@ int main(int argc, char **argv)
 		for (uint64_t d = p.min_depth; d <= p.max_depth; d += 2) {
 			uint64_t iters = gb_iterations(&p, d);
 			for (uint64_t i = 0; i < iters; i++) {
-				sp[0] = gb_new_node(&tr, d);
-				gb_populate(&tr, sp, d);
-				sum += gb_count(&tr, sp[0], d);
-				sp[0] = gb_make(&tr, sp + 1, d);
-				sum += gb_count(&tr, sp[0], d);
-				sp[0] = NULL;
+				sum += gb_iteration(&tr, sp, d);
 				rh_safepoint(mut);
 			}
 		}
