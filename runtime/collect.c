@@ -418,15 +418,7 @@ static void reclaim(rh_gc *g)
 		h->surv_dest[a] = 0;
 	h->surv_taken = 0;
 	h->n_surv = h->n_eden;
-	if (h->remote && h->n_freed) {
-		rh_error e;
-		/* Until its host confirms, a freed region's old bytes could
-		 * overwrite what is written back after reuse: no way on. */
-		if (rh_remote_free(h->remote, h->freed, h->n_freed, h->region_shift, h->base, &e) !=
-		    RH_OK)
-			rh_heap_fail(h, &e);
-		h->n_freed = 0;
-	}
+	rh_region_flush_freed(h);
 	size_generations(g);
 	pthread_mutex_lock(&h->stats_lock);
 	h->stats.bytes_freed += freed;

@@ -779,12 +779,7 @@ static void run(rh_heap *h)
 	}
 	pthread_mutex_unlock(&h->alloc_lock);
 	rh_remsets_drop_freed(h);
-	if (h->n_freed) {
-		if (rh_remote_free(h->remote, h->freed, h->n_freed, h->region_shift, h->base, &e) !=
-		    RH_OK)
-			rh_heap_fail(h, &e);
-		h->n_freed = 0;
-	}
+	rh_region_flush_freed(h);
 	rh_log(RH_LOG_DEBUG, "cssc",
 	       "tracers moved %llu regions (%llu KiB), %llu references fixed, %llu reported",
 	       (unsigned long long)moved, (unsigned long long)(copied >> 10),
@@ -981,12 +976,7 @@ uint64_t rh_cssc_full(rh_heap *h)
 	for (uint32_t i = 0; i < h->n_regions; i++)
 		cards += h->regions[i].remset.n_cards;
 	h->remset_cards = cards;
-	if (h->n_freed) {
-		if (rh_remote_free(h->remote, h->freed, h->n_freed, h->region_shift, h->base, &e) !=
-		    RH_OK)
-			rh_heap_fail(h, &e);
-		h->n_freed = 0;
-	}
+	rh_region_flush_freed(h);
 	rh_log(RH_LOG_DEBUG, "cssc",
 	       "full marking by tracers: %llu KiB live, %llu KiB freed, %llu batches relayed, "
 	       "%zu cross-region references",

@@ -214,6 +214,9 @@ int64_t rh_region_take_dest(rh_heap *h, rh_region_kind kind);
 int64_t rh_region_take_in(rh_heap *h, uint32_t lo, uint32_t n, rh_region_kind kind);
 /* Release without keeping the region warm (its pages were a tracer's). */
 void rh_region_release_cold(rh_heap *h, rh_region *r);
+/* Tells the memory servers which regions this pause released (h->freed)
+ * and waits for them to confirm; a failure ends the heap. */
+void rh_region_flush_freed(rh_heap *h);
 /* Take `n` contiguous free regions for a humongous object; -1 if none. */
 int64_t rh_region_take_span(rh_heap *h, uint32_t n);
 /* Return a region (and a humongous span) to the free list, dropping its

@@ -204,6 +204,18 @@ static void release_one(rh_heap *h, rh_region *r, bool keep_warm)
 	h->free_list[h->n_free++] = r->index;
 }
 
+void rh_region_flush_freed(rh_heap *h)
+{
+	if (!h->remote || !h->n_freed)
+		return;
+	rh_error e;
+	/* Until its host confirms, a freed region's old bytes could overwrite
+	 * what is written back after reuse: no way on. */
+	if (rh_remote_free(h->remote, h->freed, h->n_freed, h->region_shift, h->base, &e) != RH_OK)
+		rh_heap_fail(h, &e);
+	h->n_freed = 0;
+}
+
 void rh_region_release_cold(rh_heap *h, rh_region *r)
 {
 	release_one(h, r, false);
