@@ -682,10 +682,10 @@ static int parse_gc(const struct ctx *c, const json_t *gc, rh_config *cfg)
 			            PAUSE_MAX_MS);
 		cfg->pause_budget_us = (uint32_t)us;
 	}
-	int order = cfg->order;
-	if ((rc = j_choice(c, "gc.order", GET(gc, "order"), "dfs", "bfs", &order)))
+	int bfs = cfg->order == RH_ORDER_BFS;
+	if ((rc = j_choice(c, "gc.order", GET(gc, "order"), "dfs", "bfs", &bfs)))
 		return rc;
-	cfg->order = order ? RH_ORDER_BFS : RH_ORDER_DFS;
+	cfg->order = bfs ? RH_ORDER_BFS : RH_ORDER_DFS;
 	long long threads = cfg->tracer_threads;
 	if ((rc = j_num(c, "gc.young_fraction", GET(gc, "young_fraction"), &cfg->young_fraction)) ||
 	    (rc = j_num(c, "gc.full_threshold", GET(gc, "full_threshold"), &cfg->full_threshold)) ||
@@ -717,16 +717,16 @@ static int parse_root(const struct ctx *c, const json_t *root, const char *base_
 	}
 	if (cache) {
 		long long spin = cfg->fault_spin_us;
-		int faults = cfg->faults;
+		int by_signal = cfg->faults == RH_FAULTS_SIGNAL;
 		if ((rc = check_object(c, cache, "cache", cache_keys)) ||
 		    (rc = j_num(c, "cache.fraction", GET(cache, "fraction"),
 		                &cfg->cache_fraction)) ||
 		    (rc = j_choice(c, "cache.faults", GET(cache, "faults"), "thread", "signal",
-		                   &faults)) ||
+		                   &by_signal)) ||
 		    (rc = j_int(c, "cache.fault_spin_us", GET(cache, "fault_spin_us"), 0,
 		                SPIN_MAX_US, &spin)))
 			return rc;
-		cfg->faults = faults ? RH_FAULTS_SIGNAL : RH_FAULTS_THREAD;
+		cfg->faults = by_signal ? RH_FAULTS_SIGNAL : RH_FAULTS_THREAD;
 		cfg->fault_spin_us = (uint32_t)spin;
 	}
 	if (tr) {
