@@ -144,7 +144,8 @@ static void choose_set(rh_gc *g)
 		return;
 	}
 	size_t n_cand = 0;
-	rh_region **cand = malloc(h->n_regions * sizeof *cand);
+	/* Old regions stay put while a concurrent cycle marks them. */
+	rh_region **cand = rh_cmark_active(h) ? NULL : malloc(h->n_regions * sizeof *cand);
 	uint64_t eden_bytes = 0;
 	for (uint32_t i = 0; i < h->n_regions; i++) {
 		rh_region *r = &h->regions[i];
@@ -271,10 +272,11 @@ static uint64_t old_bound(const rh_heap *h)
  * eden's survivors and tracing them again in the full collection that
  * would follow. Survivors are counted as if all promoted: the full
  * collection may come a pause early, never a pause late. (With offloading
- * on, a full collection is the tracers' and leaves eden alone.) */
+ * on, a full collection is the tracers' and leaves eden alone; with
+ * concurrent marking, the old generation is marked behind the mutators.) */
 static bool full_foreseen(const rh_heap *h)
 {
-	if (h->offload_on)
+	if (h->offload_on || h->cm.on)
 		return false;
 	uint64_t eden = 0;
 	for (uint32_t i = 0; i < h->n_regions; i++)
@@ -352,13 +354,19 @@ void rh_gc_size_initial(rh_heap *h)
 	h->survival = 0.2;
 	h->full_growth = 2.0;
 	/* Until the first collection measures anything: 4 MiB of eden, or
-	 * young_fraction of the heap if that is smaller. (Smaller from the
-	 * start for a short pause budget is worse: with eden smaller than
-	 * the data a program keeps for a while, nearly all of it survives,
-	 * and the measured survival keeps eden small.) */
+	 * young_fraction of the heap if that is smaller, or what the young
+	 * share of the pause budget copies at the assumed cost if all of it
+	 * survives. A program's first pause often does copy nearly all of
+	 * eden (it is building its data), and from a cold heap: gcbench's
+	 * first pause, 4 MiB all live, took 7-9 ms where its later ones
+	 * copy 1 MiB per millisecond. */
 	double eden = (double)h->size * h->cfg.young_fraction;
 	if (eden > 4.0 * MIB)
 		eden = 4.0 * MIB;
+	double by_pause =
+	        (double)h->cfg.pause_budget_us * 1000.0 * YOUNG_SHARE / h->copy_ns_per_byte;
+	if (eden > by_pause)
+		eden = by_pause;
 	h->eden_limit = (uint32_t)(eden / (double)h->region_size);
 	if (h->eden_limit < 1)
 		h->eden_limit = 1;
@@ -596,6 +604,11 @@ static void collect_stopped(rh_heap *h, rh_gc_kind kind, uint64_t t_start)
 	pthread_mutex_lock(&h->remset_lock);
 	fold_mutator_counters(h);
 	rh_barrier_drain(h);
+	/* A concurrent cycle's remark or finish, if due, happens first. A
+	 * full collection replaces the cycle in progress. */
+	rh_cmark_pause_begin(h, kind);
+	if (kind == RH_GC_FULL)
+		rh_cmark_abort(h);
 	collect(h, kind);
 	/* Partial collections that leave too little free, or find the old
 	 * generation past its bound, are followed by a full one at once. The
@@ -603,12 +616,18 @@ static void collect_stopped(rh_heap *h, rh_gc_kind kind, uint64_t t_start)
 	 * full collection to the next pause keeps each pause shorter but
 	 * lets the old generation grow by another eden: peak memory rose by
 	 * a sixth to three quarters in the GC benchmarks.) */
-	if (kind == RH_GC_PARTIAL &&
-	    (h->n_free < h->n_regions * h->cfg.full_threshold || h->full_due)) {
+	bool short_of_room = h->n_free < h->n_regions * h->cfg.full_threshold;
+	if (kind == RH_GC_PARTIAL && (short_of_room || (h->full_due && !h->cm.on))) {
 		kind = RH_GC_FULL;
+		rh_cmark_abort(h);
 		emit_stop(h, kind, rh_now_ns()); /* already stopped: zero length */
 		collect(h, kind);
+	} else if (kind == RH_GC_PARTIAL) {
+		/* With concurrent marking, an old generation past its bound
+		 * starts a cycle where it would have had a full collection. */
+		rh_cmark_maybe_start(h, h->full_due);
 	}
+	rh_cmark_pause_end(h);
 	pthread_mutex_unlock(&h->remset_lock);
 	uint64_t pause = rh_now_ns() - t_start;
 	rh_stats_record_pause(h, kind, pause);
@@ -644,9 +663,11 @@ size_t rh_verify(rh_mutator *m)
 	while (!rh_stw_begin(h, m))
 		;
 	pthread_mutex_lock(&h->remset_lock);
+	rh_cmark_hold(h); /* the scrub writes fillers */
 	fold_mutator_counters(h);
 	rh_barrier_drain(h);
 	size_t bad = rh_verify_heap(h);
+	rh_cmark_pause_end(h);
 	pthread_mutex_unlock(&h->remset_lock);
 	rh_stw_end(h);
 	return bad;

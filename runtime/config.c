@@ -104,7 +104,7 @@ void rh_config_default(rh_config *cfg)
 	cfg->fault_spin_us = 50;
 	strcpy(cfg->provider, "shm");
 	cfg->timeout_ms = 2000;
-	cfg->pause_budget_us = 50 * 1000;
+	cfg->pause_budget_us = 10 * 1000;
 	cfg->order = RH_ORDER_DFS;
 	cfg->young_fraction = 0.25;
 	cfg->full_threshold = 0.15;
@@ -112,6 +112,7 @@ void rh_config_default(rh_config *cfg)
 	cfg->tracer_threads = 1;
 	cfg->reorder = 1;
 	cfg->verify = 0;
+	cfg->concurrent_mark = 1;
 	cfg->remark = 1;
 }
 
@@ -390,6 +391,7 @@ static int check(const struct ctx *c, rh_config *cfg)
 	cfg->offload = !!cfg->offload;
 	cfg->reorder = !!cfg->reorder;
 	cfg->verify = !!cfg->verify;
+	cfg->concurrent_mark = !!cfg->concurrent_mark;
 	cfg->remark = !!cfg->remark;
 	return 0;
 }
@@ -618,9 +620,10 @@ static const char *const heap_keys[] = {"base", "size", "region_size", NULL};
 static const char *const cache_keys[] = {"fraction", "faults", "fault_spin_us", NULL};
 static const char *const transport_keys[] = {"provider", "timeout_ms", NULL};
 static const char *const server_keys[] = {"host", "port", "partition_size", NULL};
-static const char *const gc_keys[] = {
-        "pause_budget_ms", "order",   "young_fraction", "full_threshold", "offload",
-        "tracer_threads",  "reorder", "verify",         "remark",         NULL};
+static const char *const gc_keys[] = {"pause_budget_ms", "order",   "young_fraction",
+                                      "full_threshold",  "offload", "tracer_threads",
+                                      "reorder",         "verify",  "remark",
+                                      "concurrent_mark", NULL};
 
 #define GET(obj, k) json_object_get(obj, k)
 
@@ -694,6 +697,8 @@ static int parse_gc(const struct ctx *c, const json_t *gc, rh_config *cfg)
 	                &threads)) ||
 	    (rc = j_bool(c, "gc.reorder", GET(gc, "reorder"), &cfg->reorder)) ||
 	    (rc = j_bool(c, "gc.verify", GET(gc, "verify"), &cfg->verify)) ||
+	    (rc = j_bool(c, "gc.concurrent_mark", GET(gc, "concurrent_mark"),
+	                 &cfg->concurrent_mark)) ||
 	    (rc = j_bool(c, "gc.remark", GET(gc, "remark"), &cfg->remark)))
 		return rc;
 	cfg->tracer_threads = (int)threads;
@@ -927,6 +932,7 @@ char *rh_config_to_json(const rh_config *cfg)
 	put(gc, "tracer_threads", json_integer(cfg->tracer_threads), &ok);
 	put(gc, "reorder", json_boolean(cfg->reorder), &ok);
 	put(gc, "verify", json_boolean(cfg->verify), &ok);
+	put(gc, "concurrent_mark", json_boolean(cfg->concurrent_mark), &ok);
 	if (!cfg->remark) /* a debug switch: only shown when set */
 		put(gc, "remark", json_boolean(cfg->remark), &ok);
 	put(root, "gc", gc, &ok);

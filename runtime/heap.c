@@ -184,6 +184,11 @@ rh_heap *rh_heap_open(const rh_config *cfg_in, rh_error *err)
 		rh_heap_close(h);
 		return NULL;
 	}
+	if (rh_cmark_init(h) != RH_OK) {
+		rh_err_set(err, RH_ENOMEM, "heap: cannot start the concurrent marker");
+		rh_heap_close(h);
+		return NULL;
+	}
 	h->stats.heap_size = h->size;
 	h->stats.region_size = h->region_size;
 	h->stats.regions_total = h->n_regions;
@@ -212,6 +217,7 @@ void rh_heap_close(rh_heap *h)
 	if (h->n_mutators)
 		rh_panic("rh_heap_close: %zu mutator(s) still attached", h->n_mutators);
 	rh_barrier_stop(h);
+	rh_cmark_stop(h);
 	if (h->swap) {
 		rh_swap_stats st;
 		rh_swap_stats_get(h->swap, &st);

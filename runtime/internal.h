@@ -28,6 +28,7 @@
 #include "gc/region.h"
 #include "gc/types.h"
 #include "rheap/rheap.h"
+#include "runtime/cmark.h"
 #include "runtime/remote.h"
 #include "swap/swap.h"
 
@@ -75,6 +76,7 @@ struct rh_mutator {
 	size_t n_segs, cap_segs;
 
 	rh_bqbuf *bq;
+	rh_satb *satb;            /* overwritten references, while a concurrent cycle marks */
 	uint64_t bytes_allocated; /* folded into stats at each collection */
 	uint64_t slow_allocs;
 	uint64_t barrier_slow;
@@ -159,6 +161,10 @@ struct rh_heap {
 	uint64_t used_bytes; /* for peak_used_bytes */
 
 	bool verify;
+
+	/* Concurrent marking (cmark.c), local heaps. */
+	rh_cmark cm;
+	uint32_t satb_on; /* every mutator's fast.satb; new ones copy it */
 
 	/* Disaggregated heaps only. */
 	rh_remote *remote;

@@ -82,6 +82,7 @@ rh_mutator *rh_mutator_attach(rh_heap *h, rh_error *err)
 		}
 	}
 	h->types_closed = true;
+	m->fast.satb = h->satb_on;
 	m->fast.types = h->types.sizes;
 	m->fast.n_types = h->types.n;
 	m->state = RH_M_RUNNING;
@@ -124,6 +125,7 @@ void rh_mutator_detach(rh_mutator *m)
 	pthread_mutex_unlock(&h->stats_lock);
 	pthread_mutex_unlock(&h->lock);
 	rh_bq_flush(m);
+	rh_satb_flush(m);
 	free(m->bq);
 	m->bq = NULL;
 	m->magic = RH_MUTATOR_DEAD;

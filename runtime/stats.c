@@ -131,6 +131,9 @@ char *rh_stats_json(rh_heap *h)
 	F(csscs);
 	F(remote_refs_fixed);
 	F(full_collections_remote);
+	F(concurrent_cycles);
+	F(concurrent_aborts);
+	F(concurrent_mark_ns);
 #undef F
 	json_object_set_new(o, "p50_pause_ns",
 	                    json_integer((json_int_t)rh_stats_pause_percentile(h, 50)));

@@ -70,7 +70,7 @@ typedef struct rh_config {
 	size_t n_servers;
 
 	/* "gc": { ... } */
-	uint32_t pause_budget_us; /* "pause_budget_ms" in JSON; default 50 ms */
+	uint32_t pause_budget_us; /* "pause_budget_ms" in JSON; default 10 ms */
 	rh_order order;           /* "order": "dfs" | "bfs" */
 	double young_fraction; /* "young_fraction": eden share of free regions, (0,1), default 0.25 */
 	double full_threshold; /* "full_threshold": free-region fraction below which a partial
@@ -79,7 +79,9 @@ typedef struct rh_config {
 	int tracer_threads; /* "tracer_threads": default 1 */
 	int reorder; /* "reorder": evacuate in traversal order (1, default) or address order (0) */
 	int verify;  /* "verify": run the heap verifier after every collection (0 default) */
-	int remark;  /* "remark": tracers remark before evacuating (1, default). Debug only:
+	int concurrent_mark; /* "concurrent_mark": a local heap marks its old generation
+	                        concurrently instead of in full collections (1, default) */
+	int remark;          /* "remark": tracers remark before evacuating (1, default). Debug only:
 	                0 exists so a test can show the objects the remark saves */
 
 	/* "secret_file": path of a file (mode 0600 or stricter) holding the shared secret */

@@ -42,10 +42,12 @@ struct rh_mutator_fast {
 	const struct rh_type_size *types;
 	uint32_t n_types;
 	uint32_t checks; /* debug build: validate every fast-path call */
+	uint32_t satb;   /* a concurrent cycle marks: log overwritten references */
 };
 
 RH_API void rh_checked_alloc(void *m, uint32_t t);
 RH_API void rh_checked_barrier(void *m, void **slot);
+RH_API void rh_satb_log(struct rh_mutator *m, void **slot);
 
 #if defined(__GNUC__)
 #define RH_LIKELY(x) __builtin_expect(!!(x), 1)
@@ -90,14 +92,17 @@ static inline void *rh_alloc_array(struct rh_mutator *m, uint32_t t, size_t leng
 }
 
 /* Store a reference (or immediate) into a pointer field of a heap object.
- * Post-barrier: the store happens, then cross-region references are
- * recorded. Frame and global slots are not heap fields: store into them
+ * While a concurrent cycle marks, the value overwritten is logged first
+ * (snapshot at the beginning). Post-barrier: the store happens, then
+ * cross-region references are recorded. Frame and global slots are not heap fields: store into them
  * directly (debug builds report rh_write_ref on a slot outside the heap). */
 static inline void rh_write_ref(struct rh_mutator *m, void **slot, void *val)
 {
 	struct rh_mutator_fast *f = (struct rh_mutator_fast *)m;
 	if (RH_UNLIKELY(f->checks))
 		rh_checked_barrier(m, slot);
+	if (RH_UNLIKELY(f->satb))
+		rh_satb_log(m, slot);
 	__atomic_store_n(slot, val, __ATOMIC_RELAXED); /* racy VMs: never torn */
 	uintptr_t v = (uintptr_t)val, s = (uintptr_t)slot;
 	if (RH_UNLIKELY(((v ^ s) >> f->region_shift) != 0 && v - f->heap_lo < f->heap_size &&

@@ -149,6 +149,17 @@ RH_API void rh_safepoint_slow(rh_mutator *m);
  * called by an attached, unparked mutator. */
 RH_API int rh_collect(rh_mutator *m, int full);
 
+/* Start a concurrent marking cycle of the old generation (or join the one
+ * running) with a partial collection; with `wait`, return once the cycle
+ * has finished: the mutator is parked while the marker works and runs the
+ * remark and finish pauses itself. (If that partial collection has to
+ * become a full one, the heap being short of free regions, no cycle runs:
+ * the full collection did its work.) Dead old regions are freed at the
+ * finish; partly dead ones are evacuated by the partial collections that
+ * follow (docs/collector.md, "Concurrent marking"). RH_EINVAL when
+ * concurrent marking is off (gc.concurrent_mark false, disaggregated heap). */
+RH_API int rh_collect_concurrent(rh_mutator *m, int wait);
+
 /* ------------------------------------------------------------------ roots */
 
 /* Shadow stack: a frame of n slots, pushed and popped LIFO by its mutator.
@@ -257,6 +268,10 @@ typedef struct rh_stats {
 	uint64_t csscs;                    /* pauses in which tracers evacuated */
 	uint64_t remote_refs_fixed;        /* external references to moved objects fixed */
 	uint64_t full_collections_remote;  /* full collections marked by the tracers */
+	/* Concurrent marking (local heaps). */
+	uint64_t concurrent_cycles;  /* cycles finished */
+	uint64_t concurrent_aborts;  /* cycles dropped for a full collection */
+	uint64_t concurrent_mark_ns; /* marker thread time in finished cycles */
 } rh_stats;
 
 RH_API void rh_stats_get(rh_heap *h, rh_stats *out);

@@ -92,9 +92,10 @@ static void test_defaults(void)
 	CHECK(c.heap_base == RH_DEFAULT_BASE && c.heap_size == GIB && c.region_size == 0);
 	CHECK(c.cache_fraction == 1.0 && strcmp(c.provider, "shm") == 0 && c.timeout_ms == 2000);
 	CHECK(c.fault_spin_us == 50 && c.faults == RH_FAULTS_THREAD);
-	CHECK(c.n_servers == 0 && c.pause_budget_us == 50000 && c.order == RH_ORDER_DFS);
+	CHECK(c.n_servers == 0 && c.pause_budget_us == 10000 && c.order == RH_ORDER_DFS);
 	CHECK(c.young_fraction == 0.25 && c.full_threshold == 0.15 && c.offload == 1);
-	CHECK(c.tracer_threads == 1 && c.reorder == 1 && c.verify == 0 && c.secret_len == 0);
+	CHECK(c.tracer_threads == 1 && c.reorder == 1 && c.verify == 0 && c.secret_len == 0 &&
+	      c.concurrent_mark == 1);
 	CHECKF(rh_config_check(&c, &err) == 0, "%s", err.msg);
 	CHECK(c.region_size == MIB); /* 1 GiB / 1024 */
 
