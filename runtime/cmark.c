@@ -489,6 +489,13 @@ bool rh_cmark_pause_begin(rh_heap *h, int kind)
 	rh_cmark *c = &h->cm;
 	if (!c->on)
 		return false;
+	/* A partial pause while the marker marks leaves it running (C1):
+	 * on two cores, a marker shut out of every young pause took three
+	 * times its own working time to finish, and the old generation grew
+	 * by all that was promoted meanwhile. */
+	c->held = kind == RH_GC_FULL || phase_of(c) != RH_CM_MARK;
+	if (!c->held)
+		return true;
 	hold(c);
 	if (phase_of(c) == RH_CM_MARKED) {
 		rh_emit(h, kind, RH_PHASE_MARK, 1);
@@ -504,20 +511,25 @@ bool rh_cmark_pause_begin(rh_heap *h, int kind)
 
 void rh_cmark_hold(rh_heap *h)
 {
-	if (h->cm.on)
+	if (h->cm.on) {
 		hold(&h->cm);
+		h->cm.held = true;
+	}
 }
 
 void rh_cmark_pause_end(rh_heap *h)
 {
-	if (h->cm.on)
+	if (h->cm.on && h->cm.held) {
+		h->cm.held = false;
 		let_go(&h->cm);
+	}
 }
 
 void rh_cmark_maybe_start(rh_heap *h, bool due)
 {
 	rh_cmark *c = &h->cm;
-	if (!c->on || phase_of(c) != RH_CM_IDLE || !(due || atomic_load(&c->request)))
+	/* (IDLE at the pause's start too, so the lock is held.) */
+	if (!c->on || !c->held || phase_of(c) != RH_CM_IDLE || !(due || atomic_load(&c->request)))
 		return;
 	atomic_store(&c->request, false);
 	snapshot(h);
@@ -528,6 +540,10 @@ void rh_cmark_abort(rh_heap *h)
 	rh_cmark *c = &h->cm;
 	if (!c->on || phase_of(c) == RH_CM_IDLE)
 		return;
+	if (!c->held) {
+		hold(c);
+		c->held = true;
+	}
 	set_satb(h, 0);
 	for (rh_mutator *m = h->mutators; m; m = m->next)
 		rh_satb_flush(m);

@@ -40,6 +40,7 @@ typedef struct rh_cmark {
 	atomic_bool stop;
 	atomic_int phase;       /* enum rh_cm_phase; changed under lock */
 	atomic_bool request;    /* start a cycle at the end of the next partial pause */
+	bool held;              /* this pause holds lock (the collector's alone) */
 	_Atomic uint64_t cycle; /* cycles started */
 
 	uint64_t *bits;   /* one bit per 8 bytes below TAMS, like mark_bits */

@@ -249,7 +249,7 @@ static inline __attribute__((always_inline)) void scan_field(void *ctx, void **s
 			return;
 		}
 		v = (uintptr_t)rh_hdr_fwd_addr(hd);
-		*slot = (void *)v;
+		rh_slot_set(slot, v);
 	}
 	remember(h, slot, v);
 }
@@ -350,7 +350,7 @@ void rh_evac_trace(rh_gc *g)
 		if (rh_marker_in_set(&h->marker, v)) {
 			uint64_t hd = rh_hdr((void *)v);
 			v = rh_hdr_is_fwd(hd) ? (uintptr_t)rh_hdr_fwd_addr(hd) : move(g, v, hd);
-			*slot = (void *)v;
+			rh_slot_set(slot, v);
 		}
 		if (rh_in_heap(h, (uintptr_t)slot))
 			remember(h, slot, v);
@@ -397,7 +397,7 @@ static void fix_field(void *ctx, void **slot)
 {
 	rh_heap *h = ctx;
 	uintptr_t v = forwarded(h, (uintptr_t)*slot);
-	*slot = (void *)v;
+	rh_slot_set(slot, v);
 	remember(h, slot, v);
 }
 

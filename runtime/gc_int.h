@@ -27,6 +27,14 @@ typedef struct rh_gc {
 	uint64_t set_bytes;  /* bytes in use in the collection set */
 } rh_gc;
 
+/* A heap slot's new value. A concurrent marker may be reading old
+ * objects' fields during a partial pause (docs/collector.md, C1): the
+ * store is atomic, which costs nothing more than a plain one on x86-64. */
+static inline void rh_slot_set(void **slot, uintptr_t v)
+{
+	__atomic_store_n((uintptr_t *)slot, v, __ATOMIC_RELAXED);
+}
+
 /* A slot outside the set (frame, global, remembered card) holding a
  * reference into it. */
 void rh_gc_root_slot(rh_gc *g, void **slot);
