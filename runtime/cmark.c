@@ -484,20 +484,22 @@ static void let_go(rh_cmark *c)
 	pthread_mutex_unlock(&c->lock);
 }
 
-bool rh_cmark_pause_begin(rh_heap *h, int kind)
+void rh_cmark_pause_begin(rh_heap *h, int kind)
 {
 	rh_cmark *c = &h->cm;
 	if (!c->on)
-		return false;
+		return;
 	/* A partial pause while the marker marks leaves it running (C1):
 	 * on two cores, a marker shut out of every young pause took three
 	 * times its own working time to finish, and the old generation grew
 	 * by all that was promoted meanwhile. */
 	c->held = kind == RH_GC_FULL || phase_of(c) != RH_CM_MARK;
 	if (!c->held)
-		return true;
+		return;
 	hold(c);
-	if (phase_of(c) == RH_CM_MARKED) {
+	/* A cycle that is done but for its finish still counts; a remark
+	 * would only be dropped by the abort. */
+	if (phase_of(c) == RH_CM_MARKED && kind != RH_GC_FULL) {
 		rh_emit(h, kind, RH_PHASE_MARK, 1);
 		remark(h);
 		rh_emit(h, kind, RH_PHASE_MARK, 0);
@@ -506,7 +508,8 @@ bool rh_cmark_pause_begin(rh_heap *h, int kind)
 		finish(h);
 		rh_emit(h, kind, RH_PHASE_RECLAIM, 0);
 	}
-	return phase_of(c) != RH_CM_IDLE;
+	if (kind == RH_GC_FULL)
+		rh_cmark_abort(h);
 }
 
 void rh_cmark_hold(rh_heap *h)

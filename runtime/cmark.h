@@ -64,12 +64,13 @@ int rh_cmark_init(struct rh_heap *h);
 void rh_cmark_stop(struct rh_heap *h);
 
 /* Inside a pause (world stopped, remset_lock held): take the marker's
- * lock, then do what the phase calls for (remark, finish). Returns true
- * when a cycle is in progress after that: old regions must not move. */
-bool rh_cmark_pause_begin(struct rh_heap *h, int kind);
+ * lock unless a partial pause may run beside it, then do what the phase
+ * calls for (remark, finish); a full collection drops the cycle. */
+void rh_cmark_pause_begin(struct rh_heap *h, int kind);
 /* End of a partial pause: start a cycle when one is due (snapshot). */
 void rh_cmark_maybe_start(struct rh_heap *h, bool due);
-/* A full collection is about to run: drop the cycle in progress. */
+/* A full collection is about to run: drop the cycle in progress (also
+ * for a full collection that follows a partial one in the same pause). */
 void rh_cmark_abort(struct rh_heap *h);
 /* Last thing in a pause: let the marker run again. */
 void rh_cmark_pause_end(struct rh_heap *h);

@@ -607,8 +607,6 @@ static void collect_stopped(rh_heap *h, rh_gc_kind kind, uint64_t t_start)
 	/* A concurrent cycle's remark or finish, if due, happens first. A
 	 * full collection replaces the cycle in progress. */
 	rh_cmark_pause_begin(h, kind);
-	if (kind == RH_GC_FULL)
-		rh_cmark_abort(h);
 	collect(h, kind);
 	/* Partial collections that leave too little free, or find the old
 	 * generation past its bound, are followed by a full one at once. The
