@@ -94,6 +94,16 @@ static void open_heap(const rh_config *cfg)
 	t_junk = th_type(heap, &j);
 }
 
+/* A heap with precise roots only (conservative scanning off), so that every
+ * object may move and a dropped structure is really unreachable; its first
+ * mutator. */
+static rh_mutator *open_precise(const rh_config *cfg)
+{
+	open_heap(cfg);
+	rh_set_conservative(heap, false);
+	return th_attach(heap);
+}
+
 static void close_heap(rh_mutator *m)
 {
 	rh_mutator_detach(m);
@@ -310,9 +320,7 @@ static void test_dead_regions(void)
 	rh_config cfg;
 	th_config(&cfg, 256, REGION_KIB);
 	cfg.verify = 1;
-	open_heap(&cfg);
-	rh_set_conservative(heap, false);
-	rh_mutator *m = th_attach(heap);
+	rh_mutator *m = open_precise(&cfg);
 	void *lists[2] = {NULL, NULL};
 	rh_frame f;
 	rh_push_frame(m, &f, lists, 2);
@@ -423,9 +431,7 @@ static double copy_ns_per_byte(void)
 {
 	rh_config cfg;
 	th_config(&cfg, 64, REGION_KIB);
-	open_heap(&cfg);
-	rh_set_conservative(heap, false);
-	rh_mutator *m = th_attach(heap);
+	rh_mutator *m = open_precise(&cfg);
 	void *list[1] = {NULL};
 	rh_frame f;
 	rh_push_frame(m, &f, list, 1);
@@ -468,9 +474,7 @@ static void test_sparse_regions(void)
 	th_config(&cfg, 256, REGION_KIB);
 	cfg.verify = 1;
 	cfg.pause_budget_us = us < 100 ? 100 : us > 200000 ? 200000 : (uint32_t)us;
-	open_heap(&cfg);
-	rh_set_conservative(heap, false);
-	rh_mutator *m = th_attach(heap);
+	rh_mutator *m = open_precise(&cfg);
 	void *list[2] = {NULL, NULL};
 	rh_frame f;
 	rh_push_frame(m, &f, list, 2);
@@ -760,9 +764,7 @@ static void test_satb(void)
 	th_config(&cfg, 256, REGION_KIB);
 	/* The verifier runs after each round (rh_verify): after every
 	 * collection it would walk the ballast a hundred times. */
-	open_heap(&cfg);
-	rh_set_conservative(heap, false);
-	rh_mutator *m = th_attach(heap);
+	rh_mutator *m = open_precise(&cfg);
 	REQUIRE(rh_global_add(heap, &satb_ballast) == 0);
 	REQUIRE(rh_global_add(heap, &satb_ha) == 0);
 	void *fs[FS_ROOT + NL];
@@ -836,9 +838,7 @@ static void auto_run(int concurrent, rh_stats *out)
 	rh_config cfg;
 	th_config(&cfg, 256, REGION_KIB);
 	cfg.concurrent_mark = concurrent; /* (the verifier runs at the end only: 25 MiB live) */
-	open_heap(&cfg);
-	rh_set_conservative(heap, false);
-	rh_mutator *m = th_attach(heap);
+	rh_mutator *m = open_precise(&cfg);
 	void *list[1] = {NULL};
 	rh_frame f;
 	rh_push_frame(m, &f, list, 1);
