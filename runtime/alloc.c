@@ -15,10 +15,10 @@ void rh_tlab_retire(rh_mutator *m)
 }
 
 /* Carve `bytes` (a TLAB or one medium object) out of eden. alloc_lock held.
- * Returns 0 when eden is at its limit or no region is free. */
-static uintptr_t eden_carve(rh_heap *h, size_t bytes, bool *limit)
+ * Returns 0 when eden is at its limit (unless `past_limit`) or no region is
+ * free. */
+static uintptr_t eden_carve(rh_heap *h, size_t bytes, bool past_limit)
 {
-	*limit = false;
 	if (h->eden_cur) {
 		rh_region *r = &h->regions[h->eden_cur - 1];
 		uintptr_t end = r->start + h->region_size;
@@ -33,10 +33,8 @@ static uintptr_t eden_carve(rh_heap *h, size_t bytes, bool *limit)
 		h->eden_cur = 0;
 	}
 	/* Survivor regions are eden too, but not allocation space. */
-	if (h->n_eden - h->n_surv >= h->eden_limit) {
-		*limit = true;
+	if (!past_limit && h->n_eden - h->n_surv >= h->eden_limit)
 		return 0;
-	}
 	int64_t i = rh_region_take(h, RH_REGION_EDEN);
 	if (i < 0)
 		return 0;
@@ -102,14 +100,20 @@ void *rh_alloc_slow(rh_mutator *m, rh_type_id t, size_t bytes, size_t length)
 	if (bytes > h->region_size / 2)
 		return alloc_humongous(m, t, bytes, length);
 
+	/* A thread that has run a collection may take a region past eden's
+	 * limit. Otherwise the other mutators can fill a small eden between
+	 * its collection and its retry, again and again: it would escalate
+	 * to a full collection and report a heap with free regions as
+	 * exhausted. Past the limit by one region per collecting thread, the
+	 * next allocation anyone makes collects. */
 	int collections = 0;
 	for (;;) {
 		pthread_mutex_lock(&h->alloc_lock);
-		bool limit;
+		bool past_limit = collections > 0;
 		uintptr_t p;
 		if (bytes > h->tlab_size / 4) {
 			/* Medium object: its own chunk, the TLAB stays. */
-			p = eden_carve(h, bytes, &limit);
+			p = eden_carve(h, bytes, past_limit);
 			pthread_mutex_unlock(&h->alloc_lock);
 			if (p) {
 				uint64_t *o = (uint64_t *)p;
@@ -122,7 +126,7 @@ void *rh_alloc_slow(rh_mutator *m, rh_type_id t, size_t bytes, size_t length)
 			}
 		} else {
 			rh_tlab_retire(m);
-			p = eden_carve(h, h->tlab_size, &limit);
+			p = eden_carve(h, h->tlab_size, past_limit);
 			pthread_mutex_unlock(&h->alloc_lock);
 			if (p) {
 				m->fast.tlab_top = p + bytes;
@@ -136,10 +140,12 @@ void *rh_alloc_slow(rh_mutator *m, rh_type_id t, size_t bytes, size_t length)
 				return o;
 			}
 		}
-		/* Eden is full (or no region is free): collect. The second
-		 * failure escalates to a full collection, the third gives up,
-		 * so NULL always follows a full collection (rheap.h). A
-		 * collection another thread ran counts as no attempt. */
+		/* Eden is full (or no region is free): collect. After this
+		 * thread's own collection only a heap with no free region
+		 * fails, so the second failure escalates to a full
+		 * collection and the third gives up: NULL always follows a
+		 * full collection (rheap.h). A collection another thread ran
+		 * counts as no attempt. */
 		if (collections == 2)
 			break;
 		if (rh_collect_for_alloc(h, m, collections))
