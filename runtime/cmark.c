@@ -432,7 +432,8 @@ static void finish(rh_heap *h)
 		if (live == 0) {
 			freed += (uint64_t)(r->kind == RH_REGION_HUMONGOUS ? r->span : 1) *
 			         h->region_size;
-			rh_dest_drop(h, i);
+			if (h->dest_region == i + 1)
+				h->dest_region = 0;
 			rh_region_release(h, r);
 			continue;
 		}
