@@ -432,8 +432,7 @@ static void finish(rh_heap *h)
 		if (live == 0) {
 			freed += (uint64_t)(r->kind == RH_REGION_HUMONGOUS ? r->span : 1) *
 			         h->region_size;
-			if (h->dest_region == i + 1)
-				h->dest_region = 0;
+			rh_dest_drop(h, i);
 			rh_region_release(h, r);
 			continue;
 		}

@@ -153,8 +153,8 @@ static void choose_set(rh_gc *g)
 			add_to_set(h, r);
 			eden_bytes += r->top - r->start;
 			g->eden_bytes += r->top - r->start;
-		} else if (cand && r->kind == RH_REGION_OLD && r->live_known &&
-		           r->index + 1 != h->dest_region && !h->offload[i] &&
+		} else if (cand && r->kind == RH_REGION_OLD && r->live_known && !rh_is_dest(h, i) &&
+		           !h->offload[i] &&
 		           !(h->offload_on &&
 		             rh_swap_region_evicted_pct(h->swap, i, r->top - r->start) >= 50)) {
 			uint64_t used = r->top - r->start;
@@ -512,13 +512,14 @@ static void collect(rh_heap *h, rh_gc_kind kind)
 	}
 	rh_emit(h, kind, RH_PHASE_ROOTS, 1);
 	uint64_t t_work = rh_now_ns();
-	if (h->dest_region && kind == RH_GC_FULL)
-		h->dest_region = 0;
+	if (kind == RH_GC_FULL)
+		memset(h->dest_region, 0, sizeof h->dest_region);
 	if (kind == RH_GC_PARTIAL)
 		rh_cssc_choose(h);
 	choose_set(&g);
-	if (h->dest_region && h->in_cset[h->dest_region - 1])
-		h->dest_region = 0;
+	for (unsigned k = 0; k < RH_COPY_THREADS_MAX; k++)
+		if (h->dest_region[k] && h->in_cset[h->dest_region[k] - 1])
+			h->dest_region[k] = 0;
 	if (g.one_pass && kind == RH_GC_FULL)
 		keep_dense(h, NULL); /* before any field is re-recorded */
 	if (g.one_pass)
@@ -555,11 +556,13 @@ static void collect(rh_heap *h, rh_gc_kind kind)
 done:
 	rh_log(RH_LOG_DEBUG, "gc",
 	       "%s collection %llu: eden %llu KiB, marked %llu KiB, copied %llu KiB, %u regions "
-	       "free, eden limit %u, survival %.2f",
+	       "free, eden limit %u, survival %.2f, %.0f %% copied by helpers, %llu copies undone",
 	       kind == RH_GC_FULL ? "full" : "partial", (unsigned long long)h->gc_index,
 	       (unsigned long long)(g.eden_bytes >> 10),
 	       (unsigned long long)(mk->bytes_marked >> 10),
-	       (unsigned long long)(g.copied_bytes >> 10), h->n_free, h->eden_limit, h->survival);
+	       (unsigned long long)(g.copied_bytes >> 10), h->n_free, h->eden_limit, h->survival,
+	       g.copied_bytes ? 100.0 * (double)g.helper_bytes / (double)g.copied_bytes : 0.0,
+	       (unsigned long long)g.lost);
 	pthread_mutex_lock(&h->stats_lock);
 	h->stats.bytes_copied += g.copied_bytes;
 	h->stats.objects_copied += g.copied_objects;

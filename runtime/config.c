@@ -19,6 +19,7 @@
 
 #include "common/common.h"
 #include "rheap/rheap-config.h"
+#include "runtime/gcwork.h"
 
 #define KIB (1ull << 10)
 #define MIB (1ull << 20)
@@ -110,6 +111,7 @@ void rh_config_default(rh_config *cfg)
 	cfg->full_threshold = 0.15;
 	cfg->offload = 1;
 	cfg->tracer_threads = 1;
+	cfg->copy_threads = 0;
 	cfg->reorder = 1;
 	cfg->verify = 0;
 	cfg->concurrent_mark = 1;
@@ -271,6 +273,8 @@ static int check_gc(const struct ctx *c, const rh_config *cfg)
 	if (cfg->tracer_threads < 1 || cfg->tracer_threads > TRACER_THREADS_MAX)
 		return range_fail(c, "gc.tracer_threads", cfg->tracer_threads, 1,
 		                  TRACER_THREADS_MAX);
+	if (cfg->copy_threads < 0 || cfg->copy_threads > RH_COPY_THREADS_MAX)
+		return range_fail(c, "gc.copy_threads", cfg->copy_threads, 0, RH_COPY_THREADS_MAX);
 	return 0;
 }
 
@@ -620,10 +624,10 @@ static const char *const heap_keys[] = {"base", "size", "region_size", NULL};
 static const char *const cache_keys[] = {"fraction", "faults", "fault_spin_us", NULL};
 static const char *const transport_keys[] = {"provider", "timeout_ms", NULL};
 static const char *const server_keys[] = {"host", "port", "partition_size", NULL};
-static const char *const gc_keys[] = {"pause_budget_ms", "order",   "young_fraction",
-                                      "full_threshold",  "offload", "tracer_threads",
-                                      "reorder",         "verify",  "remark",
-                                      "concurrent_mark", NULL};
+static const char *const gc_keys[] = {"pause_budget_ms", "order",        "young_fraction",
+                                      "full_threshold",  "offload",      "tracer_threads",
+                                      "reorder",         "verify",       "remark",
+                                      "concurrent_mark", "copy_threads", NULL};
 
 #define GET(obj, k) json_object_get(obj, k)
 
@@ -689,7 +693,7 @@ static int parse_gc(const struct ctx *c, const json_t *gc, rh_config *cfg)
 	if ((rc = j_choice(c, "gc.order", GET(gc, "order"), "dfs", "bfs", &bfs)))
 		return rc;
 	cfg->order = bfs ? RH_ORDER_BFS : RH_ORDER_DFS;
-	long long threads = cfg->tracer_threads;
+	long long threads = cfg->tracer_threads, copiers = cfg->copy_threads;
 	if ((rc = j_num(c, "gc.young_fraction", GET(gc, "young_fraction"), &cfg->young_fraction)) ||
 	    (rc = j_num(c, "gc.full_threshold", GET(gc, "full_threshold"), &cfg->full_threshold)) ||
 	    (rc = j_bool(c, "gc.offload", GET(gc, "offload"), &cfg->offload)) ||
@@ -699,9 +703,12 @@ static int parse_gc(const struct ctx *c, const json_t *gc, rh_config *cfg)
 	    (rc = j_bool(c, "gc.verify", GET(gc, "verify"), &cfg->verify)) ||
 	    (rc = j_bool(c, "gc.concurrent_mark", GET(gc, "concurrent_mark"),
 	                 &cfg->concurrent_mark)) ||
-	    (rc = j_bool(c, "gc.remark", GET(gc, "remark"), &cfg->remark)))
+	    (rc = j_bool(c, "gc.remark", GET(gc, "remark"), &cfg->remark)) ||
+	    (rc = j_int(c, "gc.copy_threads", GET(gc, "copy_threads"), 0, RH_COPY_THREADS_MAX,
+	                &copiers)))
 		return rc;
 	cfg->tracer_threads = (int)threads;
+	cfg->copy_threads = (int)copiers;
 	return 0;
 }
 
@@ -930,6 +937,7 @@ char *rh_config_to_json(const rh_config *cfg)
 	put(gc, "full_threshold", json_real(cfg->full_threshold), &ok);
 	put(gc, "offload", json_boolean(cfg->offload), &ok);
 	put(gc, "tracer_threads", json_integer(cfg->tracer_threads), &ok);
+	put(gc, "copy_threads", json_integer(cfg->copy_threads), &ok);
 	put(gc, "reorder", json_boolean(cfg->reorder), &ok);
 	put(gc, "verify", json_boolean(cfg->verify), &ok);
 	put(gc, "concurrent_mark", json_boolean(cfg->concurrent_mark), &ok);

@@ -77,7 +77,7 @@ void rh_cssc_choose(rh_heap *h)
 		rh_region *r = &h->regions[i];
 		rh_marked_desc md;
 		uint64_t used = r->top - r->start;
-		if (r->kind != RH_REGION_OLD || !used || i + 1 == h->dest_region ||
+		if (r->kind != RH_REGION_OLD || !used || rh_is_dest(h, i) ||
 		    !marked_now(h, r, &md) || evicted_pct(h, r) < 50)
 			continue;
 		/* As for the local collector: a region with little garbage
@@ -966,7 +966,7 @@ uint64_t rh_cssc_full(rh_heap *h)
 		r->old_top = r->top;
 	}
 	h->eden_cur = 0;
-	h->dest_region = 0;
+	memset(h->dest_region, 0, sizeof h->dest_region);
 	for (uint32_t a = 0; a < RH_TENURE; a++)
 		h->surv_dest[a] = 0;
 	h->surv_taken = 0;

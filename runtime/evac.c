@@ -13,6 +13,13 @@
  * to leave dense ones in place; and reordering off, which copies in address
  * order and so needs the whole live set first): the marker records the
  * order, evacuation copies in it, and fixing walks roots and survivors.
+ *
+ * One pass runs on gc.copy_threads workers (DFS, local heaps): each has its
+ * own work stack, kept list and copy destinations; a worker with work to
+ * spare gives the bottom of its stack to the shared pool when another is
+ * idle. A header is claimed by one compare-and-swap, to a forwarding
+ * address or to a pin (kept in place); the loser of a race undoes its copy.
+ * Cross-region references are filed after the workers finish.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -20,11 +27,42 @@
 #include "common/grow.h"
 #include "gc/bitmap.h"
 #include "runtime/gc_int.h"
+#include "runtime/gcwork.h"
+
+/* One worker's state in a pass. Alone (pool NULL), the collecting thread
+ * uses the same code with plain stores. Aligned so that two workers' hot
+ * fields never share a cache line (nor an adjacent-line prefetch pair). */
+typedef struct __attribute__((aligned(128))) rh_gcw {
+	rh_gc *g;
+	rh_heap *h;
+	rh_pool *pool;
+	void ***slots; /* work list: a stack for DFS, a queue [head, n) for BFS */
+	size_t n_slots, cap_slots, head;
+	uintptr_t *kept; /* objects kept in place, marked, not yet scanned */
+	size_t n_kept, cap_kept;
+	uint64_t copied_bytes, copied_objects, kept_bytes, lost;
+	uint32_t *dest; /* old destination cursor (region index + 1), kept across pauses */
+	uint32_t *surv; /* per age: survivor destination, this pause */
+	uint32_t own_surv[RH_TENURE];
+	uintptr_t (*rem)[2]; /* (slot, target) to file after the pass */
+	size_t n_rem, cap_rem;
+} rh_gcw;
+
+static inline bool par(const rh_gcw *w)
+{
+	return w->pool != NULL;
+}
+
+/* A header another worker may be claiming. */
+static inline uint64_t hdr_load(uintptr_t obj)
+{
+	return __atomic_load_n((uint64_t *)obj, __ATOMIC_ACQUIRE);
+}
 
 /* ---------------------------------------------------------------- destinations */
 
 /* `bytes` from destination region cur (index + 1, 0 for none); 0 if it
- * has no room. */
+ * has no room. A destination is only ever bumped by one worker. */
 static inline uintptr_t bump_in(rh_heap *h, uint32_t cur, size_t bytes)
 {
 	if (!cur)
@@ -38,12 +76,36 @@ static inline uintptr_t bump_in(rh_heap *h, uint32_t cur, size_t bytes)
 	return p;
 }
 
+/* A copy that lost the race for its object: the bytes just bumped go back.
+ * They were written, though, and now lie past top: dirty_end must cover
+ * them, or the region, once freed and kept warm, would be handed to eden
+ * as zeroed with a stale copy in it (region.c, make_zero). */
+static void unbump(rh_heap *h, uintptr_t to, size_t bytes)
+{
+	rh_region *d = rh_region_of(h, to);
+	d->top -= bytes;
+	d->live_bytes -= bytes;
+	if (to + bytes > d->dirty_end)
+		d->dirty_end = to + bytes;
+}
+
+static int64_t take_dest(rh_gcw *w, rh_region_kind kind)
+{
+	if (!par(w))
+		return rh_region_take_dest(w->h, kind);
+	pthread_mutex_lock(&w->h->alloc_lock);
+	int64_t i = rh_region_take_dest(w->h, kind);
+	pthread_mutex_unlock(&w->h->alloc_lock);
+	return i;
+}
+
 /* Bump-allocate `bytes` in the copy destination *cur (region index + 1), or
  * in a fresh region of `kind` taken for it; 0 when none is free. A full old
  * destination's tail becomes a filler (old regions are parsed to their
  * end); a survivor region's tail just stays unused. */
-static uintptr_t bump_dest(rh_heap *h, uint32_t *cur, size_t bytes, rh_region_kind kind)
+static uintptr_t bump_dest(rh_gcw *w, uint32_t *cur, size_t bytes, rh_region_kind kind)
 {
+	rh_heap *h = w->h;
 	uintptr_t p = bump_in(h, *cur, bytes);
 	if (p)
 		return p;
@@ -57,7 +119,7 @@ static uintptr_t bump_dest(rh_heap *h, uint32_t *cur, size_t bytes, rh_region_ki
 		}
 		*cur = 0;
 	}
-	int64_t i = rh_region_take_dest(h, kind);
+	int64_t i = take_dest(w, kind);
 	if (i < 0)
 		return 0;
 	rh_region *d = &h->regions[i];
@@ -69,29 +131,31 @@ static uintptr_t bump_dest(rh_heap *h, uint32_t *cur, size_t bytes, rh_region_ki
 	return d->start;
 }
 
-static uintptr_t dest_alloc(rh_heap *h, size_t bytes)
+static uintptr_t dest_alloc(rh_gcw *w, size_t bytes)
 {
-	return bump_dest(h, &h->dest_region, bytes, RH_REGION_OLD);
+	return bump_dest(w, w->dest, bytes, RH_REGION_OLD);
 }
 
 /* A survivor region of the given age (1 .. RH_TENURE-1) for this pause. */
-static uintptr_t surv_alloc(rh_heap *h, size_t bytes, uint32_t age)
+static uintptr_t surv_alloc(rh_gcw *w, size_t bytes, uint32_t age)
 {
-	uint32_t *cur = &h->surv_dest[age];
+	rh_heap *h = w->h;
+	uint32_t *cur = &w->surv[age];
 	/* Survivor space is bounded (half of eden): objects that do not fit
 	 * are promoted, or a phase that keeps most of what it allocates would
-	 * copy the same data again at every pause. */
+	 * copy the same data again at every pause. (Workers racing for the
+	 * last survivor region may take one more.) */
 	uint32_t max_surv = h->eden_limit / 2 > 2 ? h->eden_limit / 2 : 2;
 	bool fits = *cur &&
 	            h->regions[*cur - 1].start + h->region_size - h->regions[*cur - 1].top >= bytes;
-	if (!fits && h->surv_taken >= max_surv)
-		return dest_alloc(h, bytes);
+	if (!fits && __atomic_load_n(&h->surv_taken, __ATOMIC_RELAXED) >= max_surv)
+		return dest_alloc(w, bytes);
 	uint32_t before = *cur;
-	uintptr_t p = bump_dest(h, cur, bytes, RH_REGION_EDEN);
+	uintptr_t p = bump_dest(w, cur, bytes, RH_REGION_EDEN);
 	if (!p)
-		return dest_alloc(h, bytes); /* no room to age: promote */
+		return dest_alloc(w, bytes); /* no room to age: promote */
 	if (*cur != before) {
-		h->surv_taken++;
+		__atomic_fetch_add(&h->surv_taken, 1, __ATOMIC_RELAXED);
 		h->regions[*cur - 1].survivals = age;
 	}
 	return p;
@@ -99,46 +163,48 @@ static uintptr_t surv_alloc(rh_heap *h, size_t bytes, uint32_t age)
 
 /* Where an object of region r goes; 0 when the heap has no room left. The
  * common case, room in the current destination, is a bump inline. */
-static inline uintptr_t dest_for(rh_gc *g, rh_region *r, size_t bytes)
+static inline uintptr_t dest_for(rh_gcw *w, rh_region *r, size_t bytes)
 {
-	rh_heap *h = g->h;
 	uint32_t age = r->survivals + 1;
-	bool young = g->kind == RH_GC_PARTIAL && r->kind == RH_REGION_EDEN && age < RH_TENURE;
-	uintptr_t p = bump_in(h, young ? h->surv_dest[age] : h->dest_region, bytes);
+	bool young = w->g->kind == RH_GC_PARTIAL && r->kind == RH_REGION_EDEN && age < RH_TENURE;
+	uintptr_t p = bump_in(w->h, young ? w->surv[age] : *w->dest, bytes);
 	if (p)
 		return p;
-	return young ? surv_alloc(h, bytes, age) : dest_alloc(h, bytes);
+	return young ? surv_alloc(w, bytes, age) : dest_alloc(w, bytes);
 }
 
-/* Most objects are a few words: a constant-size copy is a few moves where
- * a call to memcpy would dominate. */
-static inline void copy_bytes(uintptr_t to, uintptr_t from, size_t bytes)
+/* Copy an object whose header is hd. The header word is not read from the
+ * original (another worker may be swapping it) but written from hd. Most
+ * objects are a few words: a constant-size copy is a few moves where a
+ * call to memcpy would dominate. */
+static inline void copy_object(uintptr_t to, uintptr_t from, size_t bytes, uint64_t hd)
 {
+	void *d = (void *)(to + 8);
+	const void *s = (const void *)(from + 8);
 	switch (bytes) {
 	case 16:
-		memcpy((void *)to, (void *)from, 16);
+		memcpy(d, s, 8);
 		break;
 	case 24:
-		memcpy((void *)to, (void *)from, 24);
+		memcpy(d, s, 16);
 		break;
 	case 32:
-		memcpy((void *)to, (void *)from, 32);
+		memcpy(d, s, 24);
 		break;
 	case 40:
-		memcpy((void *)to, (void *)from, 40);
+		memcpy(d, s, 32);
 		break;
 	case 48:
-		memcpy((void *)to, (void *)from, 48);
+		memcpy(d, s, 40);
 		break;
 	default:
-		memcpy((void *)to, (void *)from, bytes);
+		memcpy(d, s, bytes - 8);
 	}
+	*(uint64_t *)to = hd;
 }
 
 /* ---------------------------------------------------------------- remembering */
 
-/* `slot`, in the heap, now holds its final value v: file it where the
- * cross-region reference needs to be found by a later collection. */
 static inline void remember(rh_heap *h, void **slot, uintptr_t v)
 {
 	if (!rh_is_ref(h, v))
@@ -155,65 +221,148 @@ static inline void remember(rh_heap *h, void **slot, uintptr_t v)
 		rh_remember(h, (uintptr_t)slot, v);
 }
 
+static __attribute__((noinline)) void defer_remember(rh_gcw *w, void **slot, uintptr_t v)
+{
+	w->rem = rh_grow(w->rem, &w->cap_rem, w->n_rem + 1, sizeof *w->rem, 256,
+	                 "collector: remembered references");
+	w->rem[w->n_rem][0] = (uintptr_t)slot;
+	w->rem[w->n_rem][1] = v;
+	w->n_rem++;
+}
+
+/* remember() for a worker. Remembered sets are filed by one thread: in
+ * parallel, workers list the references (local heaps only: no CSSC). */
+static inline void remember_w(rh_gcw *w, void **slot, uintptr_t v)
+{
+	rh_heap *h = w->h;
+	if (!par(w)) {
+		remember(h, slot, v);
+		return;
+	}
+	if (!rh_is_ref(h, v))
+		return;
+	uint32_t si = rh_region_index(h, (uintptr_t)slot);
+	if (si != rh_region_index(h, v) &&
+	    (h->regions[si].kind != RH_REGION_EDEN || h->in_cset[si]))
+		defer_remember(w, slot, v);
+}
+
 /* ---------------------------------------------------------------- kept objects */
 
-static __attribute__((noinline)) void grow_kept(rh_gc *g)
+static __attribute__((noinline)) void grow_kept(rh_gcw *w)
 {
-	g->kept = rh_grow(g->kept, &g->cap_kept, g->n_kept + 1, sizeof *g->kept, 4096,
+	w->kept = rh_grow(w->kept, &w->cap_kept, w->n_kept + 1, sizeof *w->kept, 4096,
 	                  "collector: work list");
+}
+
+/* Whether this call set the mark bit: one worker claims each object. */
+static inline bool bit_claim(rh_gcw *w, size_t bit)
+{
+	uint64_t *word = &w->h->mark_bits[bit >> 6], m = 1ull << (bit & 63);
+	if (!par(w)) {
+		if (*word & m)
+			return false;
+		*word |= m;
+		return true;
+	}
+	if (__atomic_load_n(word, __ATOMIC_RELAXED) & m)
+		return false;
+	return !(__atomic_fetch_or(word, m, __ATOMIC_RELAXED) & m);
 }
 
 /* Marks obj as reached in place (pinned and humongous objects, those of
  * regions kept in place: reclaiming reads the mark bit); its fields are
  * scanned later, from the prefetch ring (rh_evac_trace). Only the mark
  * bitmap is touched here: the object's own line is likely a cache miss. */
-static inline void mark_kept(rh_gc *g, uintptr_t obj)
+static inline void mark_kept(rh_gcw *w, uintptr_t obj)
 {
-	rh_heap *h = g->h;
-	size_t bit = (obj - h->base) >> 3;
-	if (rh_bit_get(h->mark_bits, bit))
+	if (!bit_claim(w, (obj - w->h->base) >> 3))
 		return;
-	rh_bit_set(h->mark_bits, bit);
-	if (g->n_kept == g->cap_kept)
-		grow_kept(g);
-	g->kept[g->n_kept++] = obj;
+	if (w->n_kept == w->cap_kept)
+		grow_kept(w);
+	w->kept[w->n_kept++] = obj;
 }
 
 /* ---------------------------------------------------------------- roots */
 
-static __attribute__((noinline)) void make_room(rh_gc *g)
+static __attribute__((noinline)) void make_room(rh_gcw *w)
 {
-	if (g->head > 0) {
+	if (w->head > 0) {
 		/* A BFS queue's consumed front is reused first. */
-		size_t live = g->n_slots - g->head;
-		memmove(g->slots, g->slots + g->head, live * sizeof *g->slots);
-		g->n_slots = live;
-		g->head = 0;
+		size_t live = w->n_slots - w->head;
+		memmove(w->slots, w->slots + w->head, live * sizeof *w->slots);
+		w->n_slots = live;
+		w->head = 0;
 	}
-	g->slots = rh_grow(g->slots, &g->cap_slots, g->n_slots + 1, sizeof *g->slots, 4096,
+	w->slots = rh_grow(w->slots, &w->cap_slots, w->n_slots + 1, sizeof *w->slots, 4096,
 	                   "collector: work list");
 }
 
-static inline void push(rh_gc *g, void **slot)
+static inline void push(rh_gcw *w, void **slot)
 {
-	if (g->n_slots == g->cap_slots)
-		make_room(g);
-	g->slots[g->n_slots++] = slot;
+	if (w->n_slots == w->cap_slots)
+		make_room(w);
+	w->slots[w->n_slots++] = slot;
+}
+
+/* Roots are listed before the pass, on the rh_gc itself; worker 0 takes
+ * the lists over (and hands them back to be freed). */
+static void adopt(rh_gcw *w, rh_gc *g)
+{
+	w->slots = g->slots;
+	w->n_slots = g->n_slots;
+	w->cap_slots = g->cap_slots;
+	w->head = g->head;
+	w->kept = g->kept;
+	w->n_kept = g->n_kept;
+	w->cap_kept = g->cap_kept;
+	g->slots = NULL;
+	g->kept = NULL;
+	g->n_slots = g->cap_slots = g->head = g->n_kept = g->cap_kept = 0;
+}
+
+static void give_back(rh_gcw *w, rh_gc *g)
+{
+	g->slots = w->slots;
+	g->cap_slots = w->cap_slots;
+	g->kept = w->kept;
+	g->cap_kept = w->cap_kept;
+	g->n_slots = g->head = g->n_kept = 0;
+}
+
+static void worker_init(rh_gcw *w, rh_gc *g, unsigned id, rh_pool *pool)
+{
+	memset(w, 0, sizeof *w);
+	w->g = g;
+	w->h = g->h;
+	w->pool = pool;
+	w->dest = &g->h->dest_region[id];
+	w->surv = id ? w->own_surv : g->h->surv_dest;
 }
 
 void rh_gc_root_slot(rh_gc *g, void **slot)
 {
-	push(g, slot);
+	g->slots = rh_grow(g->slots, &g->cap_slots, g->n_slots + 1, sizeof *g->slots, 4096,
+	                   "collector: work list");
+	g->slots[g->n_slots++] = slot;
 	if (!g->one_pass)
 		rh_marker_root(&g->h->marker, (uintptr_t)*slot);
 }
 
 void rh_gc_root_object(rh_gc *g, uintptr_t obj)
 {
-	if (g->one_pass)
-		mark_kept(g, obj);
-	else
+	if (!g->one_pass) {
 		rh_marker_root(&g->h->marker, obj);
+		return;
+	}
+	rh_heap *h = g->h;
+	size_t bit = (obj - h->base) >> 3;
+	if (rh_bit_get(h->mark_bits, bit))
+		return;
+	rh_bit_set(h->mark_bits, bit);
+	g->kept = rh_grow(g->kept, &g->cap_kept, g->n_kept + 1, sizeof *g->kept, 4096,
+	                  "collector: work list");
+	g->kept[g->n_kept++] = obj;
 }
 
 /* ---------------------------------------------------------------- one pass */
@@ -236,74 +385,124 @@ static inline int set_state(const rh_heap *h, uintptr_t v)
  * (their place in the order is taken). */
 static inline __attribute__((always_inline)) void scan_field(void *ctx, void **slot)
 {
-	rh_gc *g = ctx;
-	rh_heap *h = g->h;
+	rh_gcw *w = ctx;
 	uintptr_t v = (uintptr_t)*slot;
-	int st = set_state(h, v);
+	int st = set_state(w->h, v);
 	if (st == RH_IN_PLACE) {
-		mark_kept(g, v);
+		mark_kept(w, v);
 	} else if (st == RH_MOVING) {
-		uint64_t hd = rh_hdr((void *)v);
+		uint64_t hd = hdr_load(v);
 		if (!rh_hdr_is_fwd(hd)) {
-			push(g, slot);
+			push(w, slot);
 			return;
 		}
 		v = (uintptr_t)rh_hdr_fwd_addr(hd);
 		rh_slot_set(slot, v);
 	}
-	remember(h, slot, v);
+	remember_w(w, slot, v);
 }
 
 static inline __attribute__((always_inline)) void prefetch_field(void *ctx, void **slot)
 {
-	rh_gc *g = ctx;
+	rh_gcw *w = ctx;
 	uintptr_t v = (uintptr_t)*slot;
-	if (set_state(g->h, v) == RH_MOVING)
+	if (set_state(w->h, v) == RH_MOVING)
 		__builtin_prefetch((void *)v, 1);
 }
 
-static inline void scan(rh_gc *g, uintptr_t obj)
+static inline void scan(rh_gcw *w, uintptr_t obj)
 {
-	int reverse = g->h->cfg.order != RH_ORDER_BFS; /* DFS pops field 0 first */
+	rh_heap *h = w->h;
+	int reverse = h->cfg.order != RH_ORDER_BFS; /* DFS pops field 0 first */
 	/* The children's headers are read next: ask for all of them at once
 	 * rather than waiting for each miss in turn. */
-	rh_object_slots_inline(&g->h->types, (void *)obj, prefetch_field, g, 0);
-	if (rh_object_slots_inline(&g->h->types, (void *)obj, scan_field, g, reverse) < 0)
+	rh_object_slots_inline(&h->types, (void *)obj, prefetch_field, w, 0);
+	if (rh_object_slots_inline(&h->types, (void *)obj, scan_field, w, reverse) < 0)
 		rh_panic("collector: corrupt object header %#llx at %p",
 		         (unsigned long long)rh_hdr((void *)obj), (void *)obj);
 }
 
 /* A kept object's turn: count it and list its fields. */
-static void scan_kept(rh_gc *g, uintptr_t obj)
+static void scan_kept(rh_gcw *w, uintptr_t obj)
 {
-	rh_heap *h = g->h;
-	size_t bytes = rh_hdr_bytes(rh_hdr((void *)obj));
-	g->kept_bytes += bytes;
-	g->live[rh_region_index(h, obj)] += bytes;
-	scan(g, obj);
+	rh_heap *h = w->h;
+	size_t bytes = rh_hdr_bytes(hdr_load(obj));
+	w->kept_bytes += bytes;
+	uint64_t *live = &w->g->live[rh_region_index(h, obj)];
+	if (par(w))
+		__atomic_fetch_add(live, bytes, __ATOMIC_RELAXED);
+	else
+		*live += bytes;
+	scan(w, obj);
+}
+
+/* Keep obj, whose header was hd, where it is. In parallel, in a region
+ * whose other objects move (out of space), the header is claimed first,
+ * pinned, so that no other worker copies it meanwhile; returns where the
+ * object is (another worker's copy if one won). */
+static uintptr_t keep(rh_gcw *w, uintptr_t obj, uint64_t hd)
+{
+	/* (Regions in place from the start move nothing: no claim.) */
+	if (par(w) && !(hd & RH_GC_PINNED) && set_state(w->h, obj) == RH_MOVING) {
+		uint64_t cur = hd;
+		if (!__atomic_compare_exchange_n((uint64_t *)obj, &cur, hd | RH_GC_PINNED, false,
+		                                 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+			if (rh_hdr_is_fwd(cur))
+				return (uintptr_t)rh_hdr_fwd_addr(cur);
+		}
+		/* Reclaiming walks the region to clear the pin. */
+		__atomic_store_n(&rh_region_of(w->h, obj)->has_pins, 1, __ATOMIC_RELAXED);
+	}
+	mark_kept(w, obj);
+	return obj;
 }
 
 /* The object's address after this collection. */
-static inline uintptr_t move(rh_gc *g, uintptr_t obj, uint64_t hd)
+static inline uintptr_t move(rh_gcw *w, uintptr_t obj, uint64_t hd)
 {
-	rh_heap *h = g->h;
+	rh_heap *h = w->h;
 	rh_region *r = rh_region_of(h, obj);
-	if (!r->retain && !(hd & RH_GC_PINNED)) {
+	if (!__atomic_load_n(&r->retain, __ATOMIC_RELAXED) && !(hd & RH_GC_PINNED)) {
 		size_t bytes = rh_hdr_bytes(hd);
-		uintptr_t to = dest_for(g, r, bytes);
+		uintptr_t to = dest_for(w, r, bytes);
 		if (to) {
-			copy_bytes(to, obj, bytes);
-			*(uint64_t *)obj = (uint64_t)to | RH_HDR_FWD;
-			g->copied_bytes += bytes;
-			g->copied_objects++;
-			scan(g, to);
+			copy_object(to, obj, bytes, hd);
+			if (!par(w)) {
+				*(uint64_t *)obj = (uint64_t)to | RH_HDR_FWD;
+			} else {
+				uint64_t cur = hd;
+				if (!__atomic_compare_exchange_n(
+				            (uint64_t *)obj, &cur, (uint64_t)to | RH_HDR_FWD, false,
+				            __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+					/* Another worker copied or pinned it first. */
+					unbump(h, to, bytes);
+					w->lost++;
+					if (rh_hdr_is_fwd(cur))
+						return (uintptr_t)rh_hdr_fwd_addr(cur);
+					mark_kept(w, obj);
+					return obj;
+				}
+			}
+			w->copied_bytes += bytes;
+			w->copied_objects++;
+			scan(w, to);
 			return to;
 		}
 		/* Out of space: the object and its region stay in place. */
-		r->retain = 1;
+		__atomic_store_n(&r->retain, 1, __ATOMIC_RELAXED);
 	}
-	mark_kept(g, obj);
-	return obj;
+	return keep(w, obj, hd);
+}
+
+/* Half of a long work stack, the bottom (the oldest entries: in DFS, the
+ * largest subtrees still to do), to the pool for an idle worker. */
+#define SHARE_MIN 2
+static __attribute__((noinline)) void share(rh_gcw *w)
+{
+	size_t k = w->n_slots / 2;
+	rh_pool_give(w->pool, w->slots, k);
+	memmove(w->slots, w->slots + k, (w->n_slots - k) * sizeof *w->slots);
+	w->n_slots -= k;
 }
 
 /* Objects kept in place are scanned in no particular order, so their
@@ -311,19 +510,19 @@ static inline uintptr_t move(rh_gc *g, uintptr_t obj, uint64_t hd)
  * its prefetch, as in Cher, Hosking and Vijaykumar's prefetching marker.
  * Copies cannot wait (their order is the traversal's), so the slot work
  * list always goes first: a copied subtree is finished before the next
- * kept object is scanned. */
+ * kept object is scanned. Returns with both lists empty. */
 #define RING 8
-void rh_evac_trace(rh_gc *g)
+static void drain(rh_gcw *w)
 {
-	rh_heap *h = g->h;
+	rh_heap *h = w->h;
 	bool bfs = h->cfg.order == RH_ORDER_BFS;
 	uintptr_t ring[RING];
 	unsigned ring_head = 0, ring_n = 0;
 	for (;;) {
 		void **slot;
-		if (bfs ? g->head == g->n_slots : !g->n_slots) {
-			if (g->n_kept) {
-				uintptr_t o = g->kept[--g->n_kept];
+		if (bfs ? w->head == w->n_slots : !w->n_slots) {
+			if (w->n_kept) {
+				uintptr_t o = w->kept[--w->n_kept];
 				__builtin_prefetch((void *)o, 1);
 				if (ring_n < RING) {
 					ring[(ring_head + ring_n++) % RING] = o;
@@ -332,7 +531,7 @@ void rh_evac_trace(rh_gc *g)
 				uintptr_t x = ring[ring_head];
 				ring[ring_head] = o;
 				ring_head = (ring_head + 1) % RING;
-				scan_kept(g, x);
+				scan_kept(w, x);
 				continue;
 			}
 			if (!ring_n)
@@ -340,22 +539,113 @@ void rh_evac_trace(rh_gc *g)
 			uintptr_t x = ring[ring_head];
 			ring_head = (ring_head + 1) % RING;
 			ring_n--;
-			scan_kept(g, x);
+			scan_kept(w, x);
 			continue;
 		}
-		slot = bfs ? g->slots[g->head++] : g->slots[--g->n_slots];
-		uintptr_t v = (uintptr_t)*slot;
+		if (w->pool && w->n_slots >= SHARE_MIN && rh_pool_hungry(w->pool))
+			share(w);
+		slot = bfs ? w->slots[w->head++] : w->slots[--w->n_slots];
+		uintptr_t v = __atomic_load_n((uintptr_t *)slot, __ATOMIC_RELAXED);
 		/* A slot listed twice (a frame slot seen from two frames) was
 		 * fixed the first time. */
 		if (rh_marker_in_set(&h->marker, v)) {
-			uint64_t hd = rh_hdr((void *)v);
-			v = rh_hdr_is_fwd(hd) ? (uintptr_t)rh_hdr_fwd_addr(hd) : move(g, v, hd);
+			uint64_t hd = hdr_load(v);
+			v = rh_hdr_is_fwd(hd) ? (uintptr_t)rh_hdr_fwd_addr(hd) : move(w, v, hd);
 			rh_slot_set(slot, v);
 		}
 		if (rh_in_heap(h, (uintptr_t)slot))
-			remember(h, slot, v);
+			remember_w(w, slot, v);
 	}
-	g->n_slots = g->head = 0;
+	w->n_slots = w->head = 0;
+}
+
+struct pass {
+	rh_gc *g;
+	rh_pool pool;
+	rh_gcw w[RH_COPY_THREADS_MAX];
+};
+
+#define TAKE_MAX 256
+static void work(void *arg, unsigned id)
+{
+	struct pass *ps = arg;
+	rh_gcw *w = &ps->w[id];
+	void **got[TAKE_MAX];
+	for (;;) {
+		drain(w);
+		size_t k = rh_pool_take(&ps->pool, got, TAKE_MAX);
+		if (!k)
+			break;
+		for (size_t i = 0; i < k; i++)
+			push(w, got[i]);
+	}
+}
+
+/* Whether this pass runs on several workers: DFS (a BFS queue has no
+ * bottom to share from), a local heap (on a disaggregated one, copies fault
+ * pages in and file CSSC entries, which are the collecting thread's). */
+static unsigned workers_for(rh_gc *g)
+{
+	rh_heap *h = g->h;
+	if (h->cfg.order == RH_ORDER_BFS || h->cfg.n_servers > 0 || h->cfg.copy_threads < 2)
+		return 1;
+	if (!h->crew) {
+		h->crew = rh_crew_new(h->cfg.copy_threads);
+		if (!h->crew) {
+			rh_log(RH_LOG_WARN, "gc", "cannot start %u copying threads: copying alone",
+			       h->cfg.copy_threads);
+			h->cfg.copy_threads = 1;
+			return 1;
+		}
+	}
+	return rh_crew_size(h->crew);
+}
+
+void rh_evac_trace(rh_gc *g)
+{
+	rh_heap *h = g->h;
+	unsigned n = workers_for(g);
+	if (n == 1) {
+		rh_gcw w;
+		worker_init(&w, g, 0, NULL);
+		adopt(&w, g);
+		drain(&w);
+		g->copied_bytes += w.copied_bytes;
+		g->copied_objects += w.copied_objects;
+		g->kept_bytes += w.kept_bytes;
+		give_back(&w, g);
+		return;
+	}
+	struct pass *ps = calloc(1, sizeof *ps);
+	if (!ps)
+		rh_panic("collector: out of memory");
+	ps->g = g;
+	rh_pool_init(&ps->pool, n);
+	for (unsigned i = 0; i < n; i++)
+		worker_init(&ps->w[i], g, i, &ps->pool);
+	adopt(&ps->w[0], g);
+	rh_crew_run(h->crew, work, ps);
+	for (unsigned i = 0; i < n; i++) {
+		rh_gcw *w = &ps->w[i];
+		g->copied_bytes += w->copied_bytes;
+		g->copied_objects += w->copied_objects;
+		g->kept_bytes += w->kept_bytes;
+		g->lost += w->lost;
+		if (i)
+			g->helper_bytes += w->copied_bytes;
+		for (size_t k = 0; k < w->n_rem; k++)
+			rh_remember(h, w->rem[k][0], w->rem[k][1]);
+		free(w->rem);
+		/* The survivor regions of helpers end with this pause (eden
+		 * kind, in the next set): nothing to hand over. */
+		if (i) {
+			free(w->slots);
+			free(w->kept);
+		}
+	}
+	give_back(&ps->w[0], g);
+	rh_pool_fini(&ps->pool);
+	free(ps);
 }
 
 /* ---------------------------------------------------------------- two passes */
@@ -364,6 +654,8 @@ void rh_evac_ordered(rh_gc *g)
 {
 	rh_heap *h = g->h;
 	rh_marker *mk = &h->marker;
+	rh_gcw w;
+	worker_init(&w, g, 0, NULL);
 	if (!h->cfg.reorder)
 		qsort(mk->order, mk->n_order, sizeof *mk->order, rh_cmp_addr);
 	for (size_t i = 0; i < mk->n_order; i++) {
@@ -373,7 +665,7 @@ void rh_evac_ordered(rh_gc *g)
 		if (r->retain || (hd & RH_GC_PINNED))
 			continue;
 		size_t bytes = rh_hdr_bytes(hd);
-		uintptr_t to = dest_for(g, r, bytes);
+		uintptr_t to = dest_for(&w, r, bytes);
 		if (!to) {
 			r->retain = 1;
 			continue;

@@ -22,9 +22,12 @@ typedef struct rh_gc {
 	uint64_t *live; /* per region: bytes the marker marked (two-pass), or
 	                 * bytes kept in place (one-pass) */
 	uint64_t copied_bytes, copied_objects, pinned;
-	uint64_t kept_bytes; /* live bytes left in place (one-pass) */
-	uint64_t eden_bytes; /* eden in the collection set */
-	uint64_t set_bytes;  /* bytes in use in the collection set */
+	uint64_t lost; /* copies undone: another copying thread claimed the object first */
+	uint64_t
+	        helper_bytes; /* of copied_bytes, copied by threads other than the collecting one */
+	uint64_t kept_bytes;  /* live bytes left in place (one-pass) */
+	uint64_t eden_bytes;  /* eden in the collection set */
+	uint64_t set_bytes;   /* bytes in use in the collection set */
 } rh_gc;
 
 /* A heap slot's new value. A concurrent marker may be reading old

@@ -143,6 +143,10 @@ rh_heap *rh_heap_open(const rh_config *cfg_in, rh_error *err)
 		return NULL;
 	}
 	h->cfg = cfg;
+	if (h->cfg.copy_threads == 0) {
+		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+		h->cfg.copy_threads = cpus < 1 ? 1 : cpus > 4 ? 4 : (int)cpus;
+	}
 	h->base = (uintptr_t)cfg.heap_base;
 	h->size = (uintptr_t)cfg.heap_size;
 	h->region_size = (uintptr_t)cfg.region_size;
@@ -218,6 +222,7 @@ void rh_heap_close(rh_heap *h)
 		rh_panic("rh_heap_close: %zu mutator(s) still attached", h->n_mutators);
 	rh_barrier_stop(h);
 	rh_cmark_stop(h);
+	rh_crew_free(h->crew);
 	if (h->swap) {
 		rh_swap_stats st;
 		rh_swap_stats_get(h->swap, &st);

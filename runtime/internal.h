@@ -29,6 +29,7 @@
 #include "gc/types.h"
 #include "rheap/rheap.h"
 #include "runtime/cmark.h"
+#include "runtime/gcwork.h"
 #include "runtime/remote.h"
 #include "swap/swap.h"
 
@@ -145,7 +146,9 @@ struct rh_heap {
 	uint64_t live_after_full; /* bytes marked by the last full collection */
 	double full_growth;       /* old may reach this times live_after_full (collect.c) */
 	bool full_due;            /* the old generation outgrew its bound: next pause is full */
-	uint32_t dest_region;     /* region index + 1 receiving promoted objects */
+	/* Per copying thread: region index + 1 receiving promoted objects. */
+	uint32_t dest_region[RH_COPY_THREADS_MAX];
+	struct rh_crew *crew;          /* copying threads beside the collecting one, once started */
 	uint32_t surv_dest[RH_TENURE]; /* per age: survivor region index + 1, this pause */
 	uint32_t n_surv;               /* survivor regions (eden kind) left by the last pause */
 	uint32_t surv_taken;           /* survivor regions taken in this pause */
@@ -286,6 +289,22 @@ void rh_cssc_choose(rh_heap *h);
  * chosen regions, references to them are fixed, and every tracer gets the
  * new region table and roots for concurrent marking. */
 void rh_cssc_finish(rh_heap *h, rh_gc_kind kind);
+/* Whether region i receives promoted objects (some copying thread's
+ * destination), and forgetting it as one. */
+static inline bool rh_is_dest(const rh_heap *h, uint32_t i)
+{
+	for (unsigned k = 0; k < RH_COPY_THREADS_MAX; k++)
+		if (h->dest_region[k] == i + 1)
+			return true;
+	return false;
+}
+static inline void rh_dest_drop(rh_heap *h, uint32_t i)
+{
+	for (unsigned k = 0; k < RH_COPY_THREADS_MAX; k++)
+		if (h->dest_region[k] == i + 1)
+			h->dest_region[k] = 0;
+}
+
 static inline bool rh_cssc_cand(const rh_heap *h, uintptr_t v)
 {
 	return h->offload_active && rh_is_ref(h, v) && h->offload[rh_region_index(h, v)];

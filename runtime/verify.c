@@ -5,7 +5,8 @@
  * reachable from the roots has a valid header; that every reference it
  * holds points to an object start inside an allocated region; and that every
  * cross-region reference from a non-eden source is in the target's
- * remembered set (card in the source queue, address in the target queue).
+ * remembered set (card in the source queue, address in the target queue);
+ * and that memory eden may reuse without zeroing it is zero.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -157,11 +158,44 @@ static void parse_regions(vctx *v)
 	}
 }
 
+/* Past both its top and its dirty_end, a region holds only zeros: eden
+ * takes a warm region and zeroes only [start, dirty_end) (region.c). Only
+ * on a local heap: on a disaggregated one, reading would fault pages in
+ * and change what the swap system holds. */
+static void check_zero_tails(vctx *v)
+{
+	rh_heap *h = v->h;
+	if (h->swap)
+		return;
+	for (uint32_t i = 0; i < h->n_regions; i++) {
+		rh_region *r = &h->regions[i];
+		bool mapped = r->kind == RH_REGION_EDEN || r->kind == RH_REGION_OLD ||
+		              (r->kind == RH_REGION_FREE && r->warm);
+		if (!mapped)
+			continue;
+		uintptr_t from = r->kind == RH_REGION_FREE || r->top < r->dirty_end ? r->dirty_end
+		                                                                    : r->top;
+		from = from > r->start ? from : r->start;
+		for (uintptr_t p = from; p < r->start + h->region_size; p += 8) {
+			if (*(const uint64_t *)p) {
+				report(v,
+				       "region %u (kind %d%s): word %#llx at %p, past its top %#lx "
+				       "and dirty end %#lx, is not zero",
+				       i, r->kind, r->warm ? ", warm" : "",
+				       (unsigned long long)*(const uint64_t *)p, (void *)p,
+				       (unsigned long)r->top, (unsigned long)r->dirty_end);
+				break;
+			}
+		}
+	}
+}
+
 size_t rh_verify_heap(rh_heap *h)
 {
 	vctx v = {.h = h, .seen = h->mark_bits};
 	memset(h->mark_bits, 0, h->size / 64);
 	parse_regions(&v);
+	check_zero_tails(&v);
 	for (rh_mutator *m = h->mutators; m; m = m->next)
 		rh_stack_scan(m, conservative_word, root_slot, &v);
 	for (size_t i = 0; i < h->n_globals; i++)

@@ -19,6 +19,8 @@ int rhb_opts_table(rhb_opts *o, gcb_opt *out)
 	         "eden share of free regions, 0 = rheap's default"},
 	        {"pause-budget-ms", GCB_OPT_F64, NULL, &o->pause_budget_ms, 0, 1000,
 	         "gc.pause_budget_ms, 0 = rheap's default"},
+	        {"copy-threads", GCB_OPT_U64, &o->copy_threads, NULL, 0, 8,
+	         "gc.copy_threads, 0 = rheap's default (one per CPU, at most 4)"},
 	        {"conservative", GCB_OPT_FLAG, &o->conservative, NULL, 0, 1,
 	         "keep conservative native-stack scanning on (off: precise roots only)"},
 	        {"verify", GCB_OPT_FLAG, &o->verify, NULL, 0, 1,
@@ -81,6 +83,7 @@ void rhb_open(rhb_env *e, const rhb_opts *o)
 		e->cfg.young_fraction = o->young_fraction;
 	if (o->pause_budget_ms > 0)
 		e->cfg.pause_budget_us = (uint32_t)(o->pause_budget_ms * 1000.0);
+	e->cfg.copy_threads = (int)o->copy_threads;
 	e->cfg.verify = o->verify ? 1 : 0;
 	if (rh_config_check(&e->cfg, &err) != RH_OK)
 		die("bad heap settings", &err);

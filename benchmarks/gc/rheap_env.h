@@ -19,6 +19,7 @@ typedef struct rhb_opts {
 	uint64_t region_kib;    /* heap.region_size, 0 = rheap chooses */
 	double young_fraction;  /* gc.young_fraction, 0 = rheap's default */
 	double pause_budget_ms; /* gc.pause_budget_ms, 0 = rheap's default */
+	uint64_t copy_threads;  /* gc.copy_threads, 0 = rheap's default */
 	uint64_t conservative;  /* flag: leave conservative stack scanning on */
 	uint64_t verify;        /* flag: verify the heap after every collection */
 } rhb_opts;
@@ -28,7 +29,7 @@ typedef struct rhb_opts {
 void rhb_opts_default(rhb_opts *o);
 /* Appends the rheap options to a gcb_opts_parse table: fills out[0..n-1]
  * (out must have RHB_N_OPTS free entries) and returns n. */
-#define RHB_N_OPTS 6
+#define RHB_N_OPTS 7
 int rhb_opts_table(rhb_opts *o, gcb_opt *out);
 
 typedef struct rhb_env {

@@ -86,6 +86,8 @@ static const char *differs(const rh_config *a, const rh_config *b)
 		return "gc booleans";
 	if (a->tracer_threads != b->tracer_threads)
 		return "gc.tracer_threads";
+	if (a->copy_threads != b->copy_threads)
+		return "gc.copy_threads";
 	if (strcmp(a->secret_file, b->secret_file) != 0)
 		return "secret_file";
 	return NULL;

@@ -118,6 +118,10 @@ static void test_struct(void)
 	bad_struct("negative tracer threads", "tracer_threads", &c);
 
 	th_config(&c, 64, 256);
+	c.copy_threads = 9;
+	bad_struct("nine copying threads", "copy_threads", &c);
+
+	th_config(&c, 64, 256);
 	c.n_servers = RH_MAX_SERVERS + 1;
 	bad_struct("too many servers", "servers", &c);
 

@@ -8,7 +8,10 @@
  * then copies in address order (its two-pass path): nodes must keep their
  * relative order.
  *
- * Conservative scanning is off: a pinned node would keep its place. */
+ * Conservative scanning is off: a pinned node would keep its place. One
+ * copying thread: with several, each copies its share of the traversal in
+ * order but the shares go to different regions (docs/collector.md,
+ * "Parallel copying"). */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -126,6 +129,7 @@ static void run(rh_order order, int reorder)
 	th_config(&cfg, 64, 256);
 	cfg.order = order;
 	cfg.reorder = reorder;
+	cfg.copy_threads = 1;
 	rh_heap *h = th_open(&cfg);
 	rh_set_conservative(h, false);
 	static const uint32_t ptrs[] = {8, 16};

@@ -47,9 +47,10 @@ static int cfg_equal(const rh_config *a, const rh_config *b)
 	    a->n_servers != b->n_servers || a->pause_budget_us != b->pause_budget_us ||
 	    a->order != b->order || a->young_fraction != b->young_fraction ||
 	    a->full_threshold != b->full_threshold || a->offload != b->offload ||
-	    a->tracer_threads != b->tracer_threads || a->reorder != b->reorder ||
-	    a->verify != b->verify || strcmp(a->secret_file, b->secret_file) ||
-	    a->secret_len != b->secret_len || memcmp(a->secret, b->secret, a->secret_len))
+	    a->tracer_threads != b->tracer_threads || a->copy_threads != b->copy_threads ||
+	    a->reorder != b->reorder || a->verify != b->verify ||
+	    strcmp(a->secret_file, b->secret_file) || a->secret_len != b->secret_len ||
+	    memcmp(a->secret, b->secret, a->secret_len))
 		return 0;
 	for (size_t i = 0; i < a->n_servers; i++)
 		if (strcmp(a->servers[i].host, b->servers[i].host) ||
@@ -95,7 +96,7 @@ static void test_defaults(void)
 	CHECK(c.n_servers == 0 && c.pause_budget_us == 10000 && c.order == RH_ORDER_DFS);
 	CHECK(c.young_fraction == 0.25 && c.full_threshold == 0.15 && c.offload == 1);
 	CHECK(c.tracer_threads == 1 && c.reorder == 1 && c.verify == 0 && c.secret_len == 0 &&
-	      c.concurrent_mark == 1);
+	      c.concurrent_mark == 1 && c.copy_threads == 0);
 	CHECKF(rh_config_check(&c, &err) == 0, "%s", err.msg);
 	CHECK(c.region_size == MIB); /* 1 GiB / 1024 */
 
@@ -119,7 +120,7 @@ static void test_values(void)
 	         "'transport':{'provider':'tcp','timeout_ms':500},'gc':{'pause_budget_ms':0.5,'"
 	         "order':'bfs','young_fraction':0.5,"
 	         "'full_threshold':0,'offload':false,'tracer_threads':4,'reorder':false,"
-	         "'verify':true}}",
+	         "'verify':true,'copy_threads':3}}",
 	         &c);
 	CHECK(c.heap_base == 0x200000000000ull && c.heap_size == 2 * GIB &&
 	      c.region_size == 4 * MIB);
@@ -127,7 +128,7 @@ static void test_values(void)
 	CHECK(c.fault_spin_us == 0 && c.faults == RH_FAULTS_SIGNAL);
 	CHECK(c.pause_budget_us == 500 && c.order == RH_ORDER_BFS && c.young_fraction == 0.5);
 	CHECK(c.full_threshold == 0 && !c.offload && c.tracer_threads == 4 && !c.reorder &&
-	      c.verify);
+	      c.verify && c.copy_threads == 3);
 
 	/* every spelling of a size */
 	parse_ok("{'heap':{'base':70368744177664,'size':1073741824,'region_size':262144}}", &c);
@@ -351,6 +352,8 @@ static void test_bad(void)
 	        {"{'gc':{'full_threshold':-0.5}}", "gc.full_threshold: -0.5 is outside"},
 	        {"{'gc':{'tracer_threads':0}}", "gc.tracer_threads: 0 is out of range 1..64"},
 	        {"{'gc':{'tracer_threads':65}}", "gc.tracer_threads: 65 is out of range"},
+	        {"{'gc':{'copy_threads':-1}}", "gc.copy_threads: -1 is out of range 0..8"},
+	        {"{'gc':{'copy_threads':9}}", "gc.copy_threads: 9 is out of range 0..8"},
 	        /* JSON itself */
 	        {"{\n  'heap': {\n    'size': 1,,\n  }\n}", "config: line 3, column"},
 	        {"{'gc':{},'gc':{}}", "duplicate"},
