@@ -566,6 +566,8 @@ done:
 	pthread_mutex_lock(&h->stats_lock);
 	h->stats.bytes_copied += g.copied_bytes;
 	h->stats.objects_copied += g.copied_objects;
+	h->stats.bytes_copied_helpers += g.helper_bytes;
+	h->stats.copies_undone += g.lost;
 	if (!(kind == RH_GC_FULL && h->offload_on))
 		h->stats.bytes_marked_cpu += mk->bytes_marked;
 	h->stats.pinned_objects += g.pinned;

@@ -41,8 +41,9 @@ typedef struct __attribute__((aligned(128))) rh_gcw {
 	uintptr_t *kept; /* objects kept in place, marked, not yet scanned */
 	size_t n_kept, cap_kept;
 	uint64_t copied_bytes, copied_objects, kept_bytes, lost;
-	uint32_t *dest; /* old destination cursor (region index + 1), kept across pauses */
-	uint32_t *surv; /* per age: survivor destination, this pause */
+	uint64_t solo_until; /* alone, stop at this many bytes copied (0: never) */
+	uint32_t *dest;      /* old destination cursor (region index + 1), kept across pauses */
+	uint32_t *surv;      /* per age: survivor destination, this pause */
 	uint32_t own_surv[RH_TENURE];
 	uintptr_t (*rem)[2]; /* (slot, target) to file after the pass */
 	size_t n_rem, cap_rem;
@@ -510,9 +511,11 @@ static __attribute__((noinline)) void share(rh_gcw *w)
  * its prefetch, as in Cher, Hosking and Vijaykumar's prefetching marker.
  * Copies cannot wait (their order is the traversal's), so the slot work
  * list always goes first: a copied subtree is finished before the next
- * kept object is scanned. Returns with both lists empty. */
+ * kept object is scanned. Returns true with both lists empty; false when a
+ * worker copying alone (solo_until) has copied that many bytes with slots
+ * still to do, its ring given back to the kept list. */
 #define RING 8
-static void drain(rh_gcw *w)
+static bool drain(rh_gcw *w)
 {
 	rh_heap *h = w->h;
 	bool bfs = h->cfg.order == RH_ORDER_BFS;
@@ -544,6 +547,14 @@ static void drain(rh_gcw *w)
 		}
 		if (w->pool && w->n_slots >= SHARE_MIN && rh_pool_hungry(w->pool))
 			share(w);
+		if (w->solo_until && w->copied_bytes >= w->solo_until) {
+			for (; ring_n; ring_n--, ring_head = (ring_head + 1) % RING) {
+				if (w->n_kept == w->cap_kept)
+					grow_kept(w);
+				w->kept[w->n_kept++] = ring[ring_head];
+			}
+			return false;
+		}
 		slot = bfs ? w->slots[w->head++] : w->slots[--w->n_slots];
 		uintptr_t v = __atomic_load_n((uintptr_t *)slot, __ATOMIC_RELAXED);
 		/* A slot listed twice (a frame slot seen from two frames) was
@@ -557,6 +568,7 @@ static void drain(rh_gcw *w)
 			remember_w(w, slot, v);
 	}
 	w->n_slots = w->head = 0;
+	return true;
 }
 
 struct pass {
@@ -601,36 +613,48 @@ static unsigned workers_for(rh_gc *g)
 	return rh_crew_size(h->crew);
 }
 
+/* Waking helpers costs a pause tens of microseconds and makes every claim
+ * atomic; most young pauses of a program with low survival copy less than
+ * this in all. The collecting thread copies this much alone first. */
+#define SOLO_BYTES (64 << 10)
+
+static void account(rh_gc *g, const rh_gcw *w)
+{
+	g->copied_bytes += w->copied_bytes;
+	g->copied_objects += w->copied_objects;
+	g->kept_bytes += w->kept_bytes;
+	g->lost += w->lost;
+}
+
 void rh_evac_trace(rh_gc *g)
 {
 	rh_heap *h = g->h;
 	unsigned n = workers_for(g);
-	if (n == 1) {
-		rh_gcw w;
-		worker_init(&w, g, 0, NULL);
-		adopt(&w, g);
-		drain(&w);
-		g->copied_bytes += w.copied_bytes;
-		g->copied_objects += w.copied_objects;
-		g->kept_bytes += w.kept_bytes;
-		give_back(&w, g);
+	rh_gcw solo;
+	worker_init(&solo, g, 0, NULL);
+	adopt(&solo, g);
+	solo.solo_until = n > 1 ? SOLO_BYTES : 0;
+	if (drain(&solo)) {
+		account(g, &solo);
+		give_back(&solo, g);
 		return;
 	}
+	/* Worker 0 goes on where it stopped, now claiming by CAS: the crew's
+	 * start (a lock) orders its plain stores before any helper's load. */
 	struct pass *ps = calloc(1, sizeof *ps);
 	if (!ps)
 		rh_panic("collector: out of memory");
 	ps->g = g;
 	rh_pool_init(&ps->pool, n);
-	for (unsigned i = 0; i < n; i++)
+	for (unsigned i = 1; i < n; i++)
 		worker_init(&ps->w[i], g, i, &ps->pool);
-	adopt(&ps->w[0], g);
+	ps->w[0] = solo;
+	ps->w[0].pool = &ps->pool;
+	ps->w[0].solo_until = 0;
 	rh_crew_run(h->crew, work, ps);
 	for (unsigned i = 0; i < n; i++) {
 		rh_gcw *w = &ps->w[i];
-		g->copied_bytes += w->copied_bytes;
-		g->copied_objects += w->copied_objects;
-		g->kept_bytes += w->kept_bytes;
-		g->lost += w->lost;
+		account(g, w);
 		if (i)
 			g->helper_bytes += w->copied_bytes;
 		for (size_t k = 0; k < w->n_rem; k++)

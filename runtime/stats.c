@@ -134,6 +134,8 @@ char *rh_stats_json(rh_heap *h)
 	F(concurrent_cycles);
 	F(concurrent_aborts);
 	F(concurrent_mark_ns);
+	F(bytes_copied_helpers);
+	F(copies_undone);
 #undef F
 	json_object_set_new(o, "p50_pause_ns",
 	                    json_integer((json_int_t)rh_stats_pause_percentile(h, 50)));

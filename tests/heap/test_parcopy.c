@@ -183,8 +183,14 @@ static void run(int threads)
 	      (unsigned long long)s.full_collections, (unsigned long long)collections);
 	CHECK(s.objects_copied > (uint64_t)SPOKES * 12, "%d threads copied only %llu objects",
 	      threads, (unsigned long long)s.objects_copied);
-	printf("%d copying threads: %llu collections, %llu objects copied\n", threads,
-	       (unsigned long long)collections, (unsigned long long)s.objects_copied);
+	/* The helpers must have taken part, or nothing here raced. */
+	CHECK(s.bytes_copied_helpers > 0, "%d copying threads: the helpers copied nothing",
+	      threads);
+	printf("%d copying threads: %llu collections, %llu objects copied, %.0f %% by helpers, "
+	       "%llu copies undone\n",
+	       threads, (unsigned long long)collections, (unsigned long long)s.objects_copied,
+	       100.0 * (double)s.bytes_copied_helpers / (double)s.bytes_copied,
+	       (unsigned long long)s.copies_undone);
 	rh_pop_frame(m, &fr);
 	rh_mutator_detach(m);
 	rh_heap_close(h);
