@@ -142,11 +142,15 @@ static uintptr_t surv_alloc(rh_gcw *w, size_t bytes, uint32_t age)
 {
 	rh_heap *h = w->h;
 	uint32_t *cur = &w->surv[age];
-	/* Survivor space is bounded (half of eden): objects that do not fit
-	 * are promoted, or a phase that keeps most of what it allocates would
-	 * copy the same data again at every pause. (Workers racing for the
-	 * last survivor region may take one more.) */
-	uint32_t max_surv = h->eden_limit / 2 > 2 ? h->eden_limit / 2 : 2;
+	/* Survivor space is bounded (eden's size, at least 4 regions):
+	 * objects that do not fit are promoted, or a phase that keeps most of
+	 * what it allocates would copy the same data again at every pause.
+	 * Half of eden (at least 2) promoted too early: in 13 of 24 runs of
+	 * gcbench its dead temporary trees grew the old generation, eden
+	 * grew with it, and pauses and RSS doubled (docs/collector.md,
+	 * "Survivors"). (Workers racing for the last survivor region may
+	 * take one more.) */
+	uint32_t max_surv = h->eden_limit > 4 ? h->eden_limit : 4;
 	bool fits = *cur &&
 	            h->regions[*cur - 1].start + h->region_size - h->regions[*cur - 1].top >= bytes;
 	if (!fits && __atomic_load_n(&h->surv_taken, __ATOMIC_RELAXED) >= max_surv)
