@@ -142,15 +142,21 @@ static uintptr_t surv_alloc(rh_gcw *w, size_t bytes, uint32_t age)
 {
 	rh_heap *h = w->h;
 	uint32_t *cur = &w->surv[age];
-	/* Survivor space is bounded (eden's size, at least 4 regions):
-	 * objects that do not fit are promoted, or a phase that keeps most of
-	 * what it allocates would copy the same data again at every pause.
-	 * Half of eden (at least 2) promoted too early: in 13 of 24 runs of
-	 * gcbench its dead temporary trees grew the old generation, eden
-	 * grew with it, and pauses and RSS doubled (docs/collector.md,
-	 * "Survivors"). (Workers racing for the last survivor region may
-	 * take one more.) */
-	uint32_t max_surv = h->eden_limit > 4 ? h->eden_limit : 4;
+	/* Survivor space is bounded: objects that do not fit are promoted,
+	 * or a phase that keeps most of what it allocates would copy the same
+	 * data again at every pause. On a local heap the bound is eden's size
+	 * (at least 4 regions): half of it promoted gcbench's temporary trees
+	 * while they were being built, and their garbage grew the old
+	 * generation and eden with it (docs/collector.md, "Survivors"). On a
+	 * disaggregated heap it stays half of eden (at least 2): survivors
+	 * copied again cost page-cache room and write-backs there, while
+	 * promoted garbage is the tracers' to find (pagerank on-50 took 25 %
+	 * more GC time with the larger bound). (Workers racing for the last
+	 * survivor region may take one more.) */
+	uint32_t max_surv = h->cfg.n_servers ? h->eden_limit / 2 : h->eden_limit;
+	uint32_t min_surv = h->cfg.n_servers ? 2 : 4;
+	if (max_surv < min_surv)
+		max_surv = min_surv;
 	bool fits = *cur &&
 	            h->regions[*cur - 1].start + h->region_size - h->regions[*cur - 1].top >= bytes;
 	if (!fits && __atomic_load_n(&h->surv_taken, __ATOMIC_RELAXED) >= max_surv)
