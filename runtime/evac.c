@@ -216,6 +216,17 @@ static inline void copy_object(uintptr_t to, uintptr_t from, size_t bytes, uint6
 
 /* ---------------------------------------------------------------- remembering */
 
+/* Whether the reference v in heap slot `slot` needs a remembered-set
+ * entry: it crosses regions, from a region that is not traced whole.
+ * New survivor regions (eden kind, outside the set) need no entries:
+ * they are always traced. Kept eden regions become old: they do. */
+static inline bool needs_entry(const rh_heap *h, void **slot, uintptr_t v)
+{
+	uint32_t si = rh_region_index(h, (uintptr_t)slot);
+	return si != rh_region_index(h, v) &&
+	       (h->regions[si].kind != RH_REGION_EDEN || h->in_cset[si]);
+}
+
 static inline void remember(rh_heap *h, void **slot, uintptr_t v)
 {
 	if (!rh_is_ref(h, v))
@@ -224,11 +235,7 @@ static inline void remember(rh_heap *h, void **slot, uintptr_t v)
 		rh_cssc_note(h, slot); /* remembered once its target has moved */
 		return;
 	}
-	uint32_t si = rh_region_index(h, (uintptr_t)slot);
-	/* New survivor regions (eden kind, outside the set) need no entries:
-	 * they are always traced. Kept eden regions become old: they do. */
-	if (si != rh_region_index(h, v) &&
-	    (h->regions[si].kind != RH_REGION_EDEN || h->in_cset[si]))
+	if (needs_entry(h, slot, v))
 		rh_remember(h, (uintptr_t)slot, v);
 }
 
@@ -250,11 +257,7 @@ static inline void remember_w(rh_gcw *w, void **slot, uintptr_t v)
 		remember(h, slot, v);
 		return;
 	}
-	if (!rh_is_ref(h, v))
-		return;
-	uint32_t si = rh_region_index(h, (uintptr_t)slot);
-	if (si != rh_region_index(h, v) &&
-	    (h->regions[si].kind != RH_REGION_EDEN || h->in_cset[si]))
+	if (rh_is_ref(h, v) && needs_entry(h, slot, v))
 		defer_remember(w, slot, v);
 }
 

@@ -173,9 +173,8 @@ static void check_zero_tails(vctx *v)
 		              (r->kind == RH_REGION_FREE && r->warm);
 		if (!mapped)
 			continue;
-		uintptr_t from =
-		        r->kind == RH_REGION_FREE || r->top < r->dirty_end ? r->dirty_end : r->top;
-		from = from > r->start ? from : r->start;
+		/* (A free region's top is its start.) */
+		uintptr_t from = r->top > r->dirty_end ? r->top : r->dirty_end;
 		for (uintptr_t p = from; p < r->start + h->region_size; p += 8) {
 			if (*(const uint64_t *)p) {
 				report(v,
