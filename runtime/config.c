@@ -34,6 +34,7 @@
 #define SECRET_MIN 16
 #define TIMEOUT_MAX_MS 600000
 #define SPIN_MAX_US 10000
+#define READAHEAD_MAX 64 /* pages: a quarter of the smallest region */
 #define PAUSE_MAX_MS 600000
 #define TRACER_THREADS_MAX 64
 #define CONFIG_FILE_MAX (1 << 20)
@@ -103,6 +104,8 @@ void rh_config_default(rh_config *cfg)
 	cfg->cache_fraction = 1.0;
 	cfg->faults = RH_FAULTS_THREAD;
 	cfg->fault_spin_us = 50;
+	cfg->readahead = 8;
+	cfg->readahead_adaptive = 1;
 	strcpy(cfg->provider, "shm");
 	cfg->timeout_ms = 2000;
 	cfg->pause_budget_us = 10 * 1000;
@@ -359,6 +362,11 @@ static int check(const struct ctx *c, rh_config *cfg)
 		            (int)cfg->faults);
 	if (cfg->fault_spin_us > SPIN_MAX_US)
 		return range_fail(c, "cache.fault_spin_us", cfg->fault_spin_us, 0, SPIN_MAX_US);
+	if (cfg->readahead > READAHEAD_MAX)
+		return range_fail(c, "cache.readahead", cfg->readahead, 0, READAHEAD_MAX);
+	if (cfg->readahead_adaptive != 0 && cfg->readahead_adaptive != 1)
+		return fail(c, "cache.readahead_adaptive", "expected 0 or 1, got %d",
+		            cfg->readahead_adaptive);
 	if ((rc = check_provider(c, cfg->provider, sizeof cfg->provider)))
 		return rc;
 	if (cfg->timeout_ms < 1 || cfg->timeout_ms > TIMEOUT_MAX_MS)
@@ -621,7 +629,8 @@ static int j_choice(const struct ctx *c, const char *key, const json_t *v, const
 static const char *const top_keys[] = {"heap", "cache",       "transport", "servers",
                                        "gc",   "secret_file", NULL};
 static const char *const heap_keys[] = {"base", "size", "region_size", NULL};
-static const char *const cache_keys[] = {"fraction", "faults", "fault_spin_us", NULL};
+static const char *const cache_keys[] = {
+        "fraction", "faults", "fault_spin_us", "readahead", "readahead_adaptive", NULL};
 static const char *const transport_keys[] = {"provider", "timeout_ms", NULL};
 static const char *const server_keys[] = {"host", "port", "partition_size", NULL};
 static const char *const gc_keys[] = {"pause_budget_ms", "order",        "young_fraction",
@@ -728,7 +737,7 @@ static int parse_root(const struct ctx *c, const json_t *root, const char *base_
 			return rc;
 	}
 	if (cache) {
-		long long spin = cfg->fault_spin_us;
+		long long spin = cfg->fault_spin_us, ra = cfg->readahead;
 		int by_signal = cfg->faults == RH_FAULTS_SIGNAL;
 		if ((rc = check_object(c, cache, "cache", cache_keys)) ||
 		    (rc = j_num(c, "cache.fraction", GET(cache, "fraction"),
@@ -736,10 +745,15 @@ static int parse_root(const struct ctx *c, const json_t *root, const char *base_
 		    (rc = j_choice(c, "cache.faults", GET(cache, "faults"), "thread", "signal",
 		                   &by_signal)) ||
 		    (rc = j_int(c, "cache.fault_spin_us", GET(cache, "fault_spin_us"), 0,
-		                SPIN_MAX_US, &spin)))
+		                SPIN_MAX_US, &spin)) ||
+		    (rc = j_int(c, "cache.readahead", GET(cache, "readahead"), 0, READAHEAD_MAX,
+		                &ra)) ||
+		    (rc = j_bool(c, "cache.readahead_adaptive", GET(cache, "readahead_adaptive"),
+		                 &cfg->readahead_adaptive)))
 			return rc;
 		cfg->faults = by_signal ? RH_FAULTS_SIGNAL : RH_FAULTS_THREAD;
 		cfg->fault_spin_us = (uint32_t)spin;
+		cfg->readahead = (uint32_t)ra;
 	}
 	if (tr) {
 		const char *prov = NULL;
@@ -911,6 +925,8 @@ char *rh_config_to_json(const rh_config *cfg)
 	put(cache, "faults", json_string(cfg->faults == RH_FAULTS_SIGNAL ? "signal" : "thread"),
 	    &ok);
 	put(cache, "fault_spin_us", json_integer(cfg->fault_spin_us), &ok);
+	put(cache, "readahead", json_integer(cfg->readahead), &ok);
+	put(cache, "readahead_adaptive", json_boolean(cfg->readahead_adaptive), &ok);
 	put(root, "cache", cache, &ok);
 	put(tr, "provider", bounded_string(cfg->provider, sizeof cfg->provider), &ok);
 	put(tr, "timeout_ms", json_integer(cfg->timeout_ms), &ok);

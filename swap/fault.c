@@ -160,6 +160,43 @@ static void park(rh_swap *s, uintptr_t a)
 	s->parked[s->n_parked++] = a;
 }
 
+/* Whether every page of region r from page `from` up to page `to`
+ * (excluded) is resident: an access that ran through them took no fault. */
+static bool resident_run(rh_swap *s, uint32_t r, uint32_t from, uint32_t to)
+{
+	size_t pg0 = (size_t)r * s->pages_per_region;
+	for (uint32_t i = from; i < to; i++) {
+		uint8_t st = rh_swap_get(s, pg0 + i);
+		if (st != RH_PAGE_CLEAN && st != RH_PAGE_DIRTY)
+			return false;
+	}
+	return true;
+}
+
+/* The readahead window for a fault at page q of region r (docs/swap.md,
+ * "Readahead"). A fault at or past the region's last fetch, with only
+ * resident pages in between, continues a sequential run: the window
+ * doubles. Any other fault halves it: the pages read ahead of a random
+ * access are seldom used, and each one costs a copy, a place in the cache
+ * and, later, an eviction. Runs under fault_lock, like every fetch. */
+static size_t ra_window(rh_swap *s, uint32_t r, uint32_t q)
+{
+	uint32_t max = __atomic_load_n(&s->readahead, __ATOMIC_RELAXED);
+	if (!s->o.readahead_adaptive)
+		return max;
+	uint32_t w = s->ra_win[r], end = s->ra_end[r];
+	if (end) {
+		if (q >= end && resident_run(s, r, end, q))
+			w = w ? 2 * w : 1;
+		else
+			w /= 2;
+	}
+	if (w > max)
+		w = max;
+	s->ra_win[r] = (uint8_t)w;
+	return w;
+}
+
 static void fetch(rh_swap *s, uintptr_t a, bool write)
 {
 	const rh_swap_host *h = rh_swap_host_of(s, a);
@@ -170,10 +207,13 @@ static void fetch(rh_swap *s, uintptr_t a, bool write)
 		return;
 	}
 	/* Readahead: the following evicted pages of the same region. */
-	size_t n = 1, ra = __atomic_load_n(&s->readahead, __ATOMIC_RELAXED);
+	uint32_t r = (uint32_t)((a - s->base) >> s->region_shift);
+	uint32_t q = (uint32_t)((a & (s->region_size - 1)) >> RH_PAGE_SHIFT);
+	size_t n = 1, ra = ra_window(s, r, q);
 	while (n <= ra && a + n * RH_PAGE_SIZE < region_end &&
 	       rh_swap_cas(s, pg + n, RH_PAGE_EVICTED, RH_PAGE_FETCHING))
 		n++;
+	s->ra_end[r] = q + (uint32_t)n;
 	budget_wait(s, n);
 	rh_tp_sge sg = {.local = s->fbuf, .remote = a, .len = (uint32_t)(n * RH_PAGE_SIZE)};
 	uint64_t id = rh_swap_wr_id(s);

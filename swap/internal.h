@@ -29,7 +29,11 @@ struct rh_swap {
 	size_t n_pages;
 	uint8_t *state; /* enum rh_page_state per page, atomic */
 	size_t budget_pages, high_pages, low_pages;
-	uint32_t readahead; /* current window, <= o.readahead */
+	uint32_t readahead; /* largest window, <= o.readahead */
+	/* Adaptive readahead (fault.c), per region, under fault_lock: the
+	 * window, and the page just past the last fetch (+0; 0: none yet). */
+	uint8_t *ra_win;
+	uint32_t *ra_end;
 	atomic_size_t resident;
 
 	int uffd, wake_fd;

@@ -81,6 +81,11 @@ int rh_swap_open(const rh_swap_opts *o, rh_swap **out, rh_error *err)
 	if (!s)
 		return rh_err_set(err, RH_ENOMEM, "swap: out of memory");
 	s->o = *o;
+	if (o->readahead > UINT8_MAX) {
+		free(s);
+		return rh_err_set(err, RH_EINVAL, "swap: a readahead of %u pages is over %u",
+		                  o->readahead, UINT8_MAX);
+	}
 	s->readahead = o->readahead;
 	s->uffd = s->wake_fd = -1;
 	s->base = o->base;
@@ -105,13 +110,18 @@ int rh_swap_open(const rh_swap_opts *o, rh_swap **out, rh_error *err)
 	s->state = calloc(s->n_pages, 1);
 	s->tag = calloc(s->n_regions, sizeof *s->tag);
 	s->log_head = calloc(s->n_regions, sizeof *s->log_head);
+	s->ra_win = malloc(s->n_regions);
+	s->ra_end = calloc(s->n_regions, sizeof *s->ra_end);
+	if (s->ra_win)
+		memset(s->ra_win, (int)s->readahead, s->n_regions);
 	s->fbuf_len = (1 + (size_t)o->readahead) * RH_PAGE_SIZE;
 	s->ebuf_len = RH_EVICT_BATCH * RH_PAGE_SIZE + RH_EVICT_BATCH * 4 + RH_PAGE_SIZE;
 	s->fbuf = map_buf(s->fbuf_len);
 	s->ebuf = map_buf(s->ebuf_len);
 	s->zero = map_buf(RH_ZERO_RUN * RH_PAGE_SIZE);
 	int rc = RH_OK;
-	if (!s->hosts || !s->state || !s->tag || !s->log_head || !s->fbuf || !s->ebuf || !s->zero)
+	if (!s->hosts || !s->state || !s->tag || !s->log_head || !s->ra_win || !s->ra_end ||
+	    !s->fbuf || !s->ebuf || !s->zero)
 		rc = rh_err_set(err, RH_ENOMEM, "swap: out of memory for %zu page states",
 		                s->n_pages);
 	if (rc == RH_OK)
@@ -186,6 +196,8 @@ void rh_swap_close(rh_swap *s)
 	free(s->state);
 	free(s->tag);
 	free(s->log_head);
+	free(s->ra_win);
+	free(s->ra_end);
 	free(s);
 }
 
@@ -203,6 +215,9 @@ void rh_swap_region_freed(rh_swap *s, uint32_t region)
 		rh_swap_set(s, pg0 + i, RH_PAGE_INIT);
 	}
 	atomic_fetch_sub(&s->resident, dropped);
+	/* New contents: their access pattern is not the old one's. */
+	s->ra_win[region] = (uint8_t)__atomic_load_n(&s->readahead, __ATOMIC_RELAXED);
+	s->ra_end[region] = 0;
 	pthread_mutex_unlock(&s->lock);
 	/* INIT promises zeros on the next touch, and the collector reuses
 	 * the region as zeroed memory while its host releases its copy:
@@ -291,7 +306,12 @@ void rh_swap_set_readahead(rh_swap *s, uint32_t pages)
 {
 	/* The bounce buffer was sized for the window given at open. */
 	uint32_t max = (uint32_t)(s->fbuf_len / RH_PAGE_SIZE) - 1;
-	__atomic_store_n(&s->readahead, pages < max ? pages : max, __ATOMIC_RELAXED);
+	pages = pages < max ? pages : max;
+	pthread_mutex_lock(&s->fault_lock);
+	__atomic_store_n(&s->readahead, pages, __ATOMIC_RELAXED);
+	memset(s->ra_win, (int)pages, s->n_regions);
+	memset(s->ra_end, 0, s->n_regions * sizeof *s->ra_end);
+	pthread_mutex_unlock(&s->fault_lock);
 }
 
 void rh_swap_region_filled(rh_swap *s, uint32_t region, size_t bytes)

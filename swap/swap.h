@@ -40,7 +40,8 @@ typedef struct rh_swap_opts {
 	size_t size;
 	size_t region_size;
 	size_t budget;             /* bytes of heap resident at most */
-	uint32_t readahead;        /* pages fetched after a faulting one, same region */
+	uint32_t readahead;        /* pages fetched after a faulting one, same region, at most */
+	bool readahead_adaptive;   /* per region: grow on sequential faults, shrink on others */
 	uint64_t fault_spin_ns;    /* fault thread polls this long after a fault */
 	bool signal_faults;        /* each thread serves its own faults (SIGBUS) */
 	uint32_t timeout_ms;       /* for each remote operation */
@@ -88,7 +89,8 @@ int rh_swap_flush_region(rh_swap *s, uint32_t region, rh_error *err);
 
 void rh_swap_stats_get(rh_swap *s, rh_swap_stats *out);
 uint8_t rh_swap_page_state(rh_swap *s, uintptr_t addr);
-/* Change the readahead window (pages after a faulting one). */
+/* Change the readahead window (pages after a faulting one; with adaptive
+ * readahead the largest window, and every region starts over from it). */
 void rh_swap_set_readahead(rh_swap *s, uint32_t pages);
 /* Wait for the eviction batch in flight, if any, to finish. */
 void rh_swap_quiesce(rh_swap *s);

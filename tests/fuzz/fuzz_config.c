@@ -62,6 +62,10 @@ static const char *differs(const rh_config *a, const rh_config *b)
 		return "cache.faults";
 	if (a->fault_spin_us != b->fault_spin_us)
 		return "cache.fault_spin_us";
+	if (a->readahead != b->readahead)
+		return "cache.readahead";
+	if (a->readahead_adaptive != b->readahead_adaptive)
+		return "cache.readahead_adaptive";
 	if (strcmp(a->provider, b->provider) != 0)
 		return "transport.provider";
 	if (a->timeout_ms != b->timeout_ms)

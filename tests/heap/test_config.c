@@ -94,6 +94,14 @@ static void test_struct(void)
 	bad_struct("fault spin 20 ms", "fault_spin_us", &c);
 
 	th_config(&c, 64, 256);
+	c.readahead = 65;
+	bad_struct("readahead 65 pages", "readahead", &c);
+
+	th_config(&c, 64, 256);
+	c.readahead_adaptive = 2;
+	bad_struct("readahead_adaptive 2", "readahead_adaptive", &c);
+
+	th_config(&c, 64, 256);
 	c.faults = (rh_faults)7;
 	bad_struct("fault mode 7", "faults", &c);
 
