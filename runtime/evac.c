@@ -14,7 +14,7 @@
  * order and so needs the whole live set first): the marker records the
  * order, evacuation copies in it, and fixing walks roots and survivors.
  *
- * One pass runs on gc.copy_threads workers (DFS, local heaps): each has its
+ * One pass runs on gc.copy_threads workers (DFS): each has its
  * own work stack, kept list and copy destinations; a worker with work to
  * spare gives the bottom of its stack to the shared pool when another is
  * idle. A header is claimed by one compare-and-swap, to a forwarding
@@ -248,8 +248,10 @@ static __attribute__((noinline)) void defer_remember(rh_gcw *w, void **slot, uin
 	w->n_rem++;
 }
 
-/* remember() for a worker. Remembered sets are filed by one thread: in
- * parallel, workers list the references (local heaps only: no CSSC). */
+/* remember() for a worker. Remembered sets and the slots that refer into
+ * a CSSC's tracer candidates are filed by one thread: in parallel,
+ * workers list the references, and remember() files them after the pass
+ * (neither test depends on anything the pass changes). */
 static inline void remember_w(rh_gcw *w, void **slot, uintptr_t v)
 {
 	rh_heap *h = w->h;
@@ -257,7 +259,7 @@ static inline void remember_w(rh_gcw *w, void **slot, uintptr_t v)
 		remember(h, slot, v);
 		return;
 	}
-	if (rh_is_ref(h, v) && needs_entry(h, slot, v))
+	if (rh_is_ref(h, v) && (needs_entry(h, slot, v) || rh_cssc_cand(h, v)))
 		defer_remember(w, slot, v);
 }
 
@@ -606,13 +608,13 @@ static void work(void *arg, unsigned id)
 	}
 }
 
-/* Whether this pass runs on several workers: DFS (a BFS queue has no
- * bottom to share from), a local heap (on a disaggregated one, copies fault
- * pages in and file CSSC entries, which are the collecting thread's). */
+/* Whether this pass runs on several workers: DFS only (a BFS queue has no
+ * bottom to share from). On a disaggregated heap the workers fault pages
+ * in themselves, as mutators do (docs/swap.md). */
 static unsigned workers_for(rh_gc *g)
 {
 	rh_heap *h = g->h;
-	if (h->cfg.order == RH_ORDER_BFS || h->cfg.n_servers > 0 || h->cfg.copy_threads < 2)
+	if (h->cfg.order == RH_ORDER_BFS || h->cfg.copy_threads < 2)
 		return 1;
 	if (!h->crew) {
 		h->crew = rh_crew_new(h->cfg.copy_threads);
@@ -671,7 +673,7 @@ void rh_evac_trace(rh_gc *g)
 		if (i)
 			g->helper_bytes += w->copied_bytes;
 		for (size_t k = 0; k < w->n_rem; k++)
-			rh_remember(h, w->rem[k][0], w->rem[k][1]);
+			remember(h, (void **)w->rem[k][0], w->rem[k][1]);
 		free(w->rem);
 		/* The survivor regions of helpers end with this pause (eden
 		 * kind, in the next set): nothing to hand over. */
