@@ -127,6 +127,16 @@ static void add_to_set(rh_heap *h, rh_region *r)
 	memset(&h->mark_bits[lo >> 6], 0, h->region_size / 64);
 }
 
+/* Bytes a full collection's set holds in region r (a humongous object
+ * counts once, at its first region). */
+static uint64_t set_bytes_of(const rh_region *r)
+{
+	if (r->kind == RH_REGION_FREE || r->kind == RH_REGION_HUMONGOUS_CONT)
+		return 0;
+	return r->kind == RH_REGION_HUMONGOUS ? rh_hdr_bytes(rh_hdr((void *)r->start))
+	                                      : r->top - r->start;
+}
+
 static void choose_set(rh_gc *g)
 {
 	rh_heap *h = g->h;
@@ -136,10 +146,7 @@ static void choose_set(rh_gc *g)
 			if (r->kind == RH_REGION_FREE)
 				continue;
 			add_to_set(h, r);
-			if (r->kind != RH_REGION_HUMONGOUS_CONT)
-				g->set_bytes += r->kind == RH_REGION_HUMONGOUS
-				                        ? rh_hdr_bytes(rh_hdr((void *)r->start))
-				                        : r->top - r->start;
+			g->set_bytes += set_bytes_of(r);
 		}
 		return;
 	}
@@ -505,7 +512,11 @@ static void collect(rh_heap *h, rh_gc_kind kind)
 	mk->live_bytes = g.live;
 
 	if (kind == RH_GC_FULL && h->offload_on) {
-		/* The tracers mark the heap where it lives (docs/distributed-gc.md). */
+		/* The tracers mark the heap where it lives (docs/distributed-gc.md).
+		 * Its set is every region in use, as a local full collection's:
+		 * size_generations() adapts full_growth to the share found live. */
+		for (uint32_t i = 0; i < h->n_regions; i++)
+			g.set_bytes += set_bytes_of(&h->regions[i]);
 		mk->bytes_marked = rh_cssc_full(h);
 		size_generations(&g);
 		goto done;
