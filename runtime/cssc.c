@@ -877,6 +877,11 @@ uint64_t rh_cssc_full(rh_heap *h)
 	rh_error e;
 	size_t n_hosts;
 	const rh_swap_host *hosts = rh_remote_hosts(h->remote, &n_hosts);
+	/* When each step ended, for the debug log: a full marking is the
+	 * longest pause a disaggregated heap takes, and its steps differ in
+	 * what they cost from one program to another. */
+	uint64_t t[7];
+	t[0] = rh_now_ns();
 	rh_emit(h, RH_GC_FULL, RH_PHASE_ROOTS, 1);
 	/* Eden grew since the last table: tracers parse regions up to top. */
 	publish(h, false);
@@ -893,10 +898,15 @@ uint64_t rh_cssc_full(rh_heap *h)
 	rh_emit(h, RH_GC_FULL, RH_PHASE_ROOTS, 0);
 
 	/* Tracers mark current images: every page goes back first. */
+	t[1] = rh_now_ns();
+	rh_swap_stats s0, s1;
+	rh_swap_stats_get(h->swap, &s0);
 	rh_emit(h, RH_GC_FULL, RH_PHASE_MARK, 1);
 	for (uint32_t i = 0; i < h->n_regions; i++)
 		if (in_use(&h->regions[i]) && rh_swap_flush_region(h->swap, i, &e) != RH_OK)
 			rh_heap_fail(h, &e);
+	t[2] = rh_now_ns();
+	rh_swap_stats_get(h->swap, &s1);
 	uint64_t id = ++h->cssc_id;
 	if (rh_remote_full_begin(h->remote, id, &e) != RH_OK)
 		rh_heap_fail(h, &e);
@@ -905,6 +915,7 @@ uint64_t rh_cssc_full(rh_heap *h)
 			rh_heap_fail(h, &e);
 	if (rh_remote_full_wait(h->remote, &e) != RH_OK)
 		rh_heap_fail(h, &e);
+	t[3] = rh_now_ns();
 	rh_emit(h, RH_GC_FULL, RH_PHASE_MARK, 0);
 	rh_emit(h, RH_GC_FULL, RH_PHASE_EVACUATE, 1);
 	rh_emit(h, RH_GC_FULL, RH_PHASE_EVACUATE, 0); /* nothing moves */
@@ -915,6 +926,7 @@ uint64_t rh_cssc_full(rh_heap *h)
 	rh_remote_full *f;
 	if (rh_remote_full_end(h->remote, &f, &e) != RH_OK)
 		rh_heap_fail(h, &e);
+	t[4] = rh_now_ns();
 	for (uint32_t i = 0; i < h->n_regions; i++) {
 		rh_remset_free(&h->regions[i].remset);
 		if (in_use(&h->regions[i]) && h->regions[i].kind != RH_REGION_HUMONGOUS_CONT &&
@@ -934,6 +946,7 @@ uint64_t rh_cssc_full(rh_heap *h)
 		if (rh_is_ref(h, v) && rh_region_index(h, slot) != rh_region_index(h, v))
 			rh_remember(h, slot, v);
 	}
+	t[5] = rh_now_ns();
 	rh_emit(h, RH_GC_FULL, RH_PHASE_FIXUP, 0);
 
 	rh_emit(h, RH_GC_FULL, RH_PHASE_RECLAIM, 1);
@@ -977,6 +990,15 @@ uint64_t rh_cssc_full(rh_heap *h)
 		cards += h->regions[i].remset.n_cards;
 	h->remset_cards = cards;
 	rh_region_flush_freed(h);
+	t[6] = rh_now_ns();
+	rh_log(RH_LOG_DEBUG, "cssc",
+	       "full marking took %.1f ms: roots %.1f, flush %.1f (%llu MiB written back), "
+	       "marking %.1f, results %.1f, remembered sets %.1f, reclaim %.1f",
+	       (double)(t[6] - t[0]) / 1e6, (double)(t[1] - t[0]) / 1e6,
+	       (double)(t[2] - t[1]) / 1e6,
+	       (unsigned long long)((s1.bytes_evicted - s0.bytes_evicted) >> 20),
+	       (double)(t[3] - t[2]) / 1e6, (double)(t[4] - t[3]) / 1e6,
+	       (double)(t[5] - t[4]) / 1e6, (double)(t[6] - t[5]) / 1e6);
 	rh_log(RH_LOG_DEBUG, "cssc",
 	       "full marking by tracers: %llu KiB live, %llu KiB freed, %llu batches relayed, "
 	       "%zu cross-region references",
