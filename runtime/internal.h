@@ -184,7 +184,7 @@ struct rh_heap {
 	uint8_t *offload;    /* per region: RH_OFF_* */
 	void ***tslots;      /* slots holding references into candidates */
 	size_t n_tslots, cap_tslots;
-	double tracer_ns_per_byte; /* measured remark + evacuation cost on tracers */
+	double cssc_ns_per_byte; /* a CSSC's measured time per byte its tracers copy */
 	uint64_t cssc_id;
 	uint64_t remote_marked_seen; /* MARKED entries already counted in stats */
 };

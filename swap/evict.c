@@ -92,7 +92,9 @@ static void drop_failed(rh_swap *s, uintptr_t a)
 		       (unsigned long)a, strerror(e));
 }
 
-int rh_swap_evict_batch(rh_swap *s, uint32_t region, size_t *kept_out)
+/* One batch of a region's pages: evicted (drop), or only written back and
+ * kept resident, CLEAN (cleaning: the dirty pages alone are claimed). */
+static int run_batch(rh_swap *s, uint32_t region, bool drop, size_t *kept_out)
 {
 	uintptr_t start = s->base + ((uintptr_t)region << s->region_shift);
 	size_t pg0 = rh_swap_page(s, start);
@@ -106,7 +108,7 @@ int rh_swap_evict_batch(rh_swap *s, uint32_t region, size_t *kept_out)
 	pthread_mutex_lock(&s->lock);
 	for (size_t i = 0; i < s->pages_per_region && n < RH_EVICT_BATCH; i++) {
 		uintptr_t a = start + i * RH_PAGE_SIZE;
-		if (rh_swap_cas(s, pg0 + i, RH_PAGE_CLEAN, RH_PAGE_EVICTING)) {
+		if (drop && rh_swap_cas(s, pg0 + i, RH_PAGE_CLEAN, RH_PAGE_EVICTING)) {
 			was_dirty[n] = false;
 			batch[n++] = a;
 		} else if (rh_swap_cas(s, pg0 + i, RH_PAGE_DIRTY, RH_PAGE_EVICTING)) {
@@ -135,9 +137,14 @@ int rh_swap_evict_batch(rh_swap *s, uint32_t region, size_t *kept_out)
 		return -1;
 	}
 	/* Step 3: drop; the memory server holds every byte now. One call per
-	 * run of adjacent pages. */
+	 * run of adjacent pages. Cleaning keeps them all: protected since
+	 * step 1, equal to the memory server's copy, so CLEAN. */
 	size_t n_kept = 0, n_clean = 0;
-	for (size_t i = 0, j; i < n; i = j) {
+	for (size_t i = 0; !drop && i < n; i++) {
+		kept[i] = true;
+		n_kept++;
+	}
+	for (size_t i = 0, j; drop && i < n; i = j) {
 		for (j = i + 1; j < n && batch[j] == batch[j - 1] + RH_PAGE_SIZE; j++)
 			;
 		for (size_t k = i; k < j; k++)
@@ -166,7 +173,8 @@ int rh_swap_evict_batch(rh_swap *s, uint32_t region, size_t *kept_out)
 	}
 	atomic_fetch_sub(&s->resident, n - n_kept);
 	atomic_fetch_add(&s->st.pages_dropped, n_clean);
-	atomic_fetch_add(&s->st.drop_failures, n_kept);
+	if (drop)
+		atomic_fetch_add(&s->st.drop_failures, n_kept);
 	/* Step 4: parked faults retry (and fetch what was just written). */
 	size_t keep = 0;
 	for (size_t i = 0; i < s->n_parked; i++) {
@@ -180,8 +188,20 @@ int rh_swap_evict_batch(rh_swap *s, uint32_t region, size_t *kept_out)
 	pthread_cond_broadcast(&s->cond);
 	pthread_mutex_unlock(&s->lock);
 	pthread_mutex_unlock(&s->evict_lock);
+	if (!drop)
+		return (int)n;
 	*kept_out += n_kept;
 	return (int)(n - n_kept);
+}
+
+int rh_swap_evict_batch(rh_swap *s, uint32_t region, size_t *kept_out)
+{
+	return run_batch(s, region, true, kept_out);
+}
+
+int rh_swap_clean_batch(rh_swap *s, uint32_t region)
+{
+	return run_batch(s, region, false, NULL);
 }
 
 void *rh_swap_evict_main(void *arg)

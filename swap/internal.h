@@ -106,5 +106,9 @@ void *rh_swap_evict_main(void *arg);
  * Pages claimed but not dropped (MADV_DONTNEED failed) stay resident, CLEAN,
  * and are added to *kept. */
 int rh_swap_evict_batch(rh_swap *s, uint32_t region, size_t *kept);
+/* Write back up to one batch of the region's dirty pages, keeping them
+ * resident and CLEAN; the number written, 0 when none is dirty, -1 when
+ * the write failed (the swap system has failed then). */
+int rh_swap_clean_batch(rh_swap *s, uint32_t region);
 
 #endif

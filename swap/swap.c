@@ -266,6 +266,23 @@ int rh_swap_flush_region(rh_swap *s, uint32_t region, rh_error *err)
 	return RH_OK;
 }
 
+int rh_swap_clean_region(rh_swap *s, uint32_t region, rh_error *err)
+{
+	/* A fault being handled finishes first, as for a flush: a page it
+	 * installs DIRTY after the pass would be left out of it. */
+	pthread_mutex_lock(&s->fault_lock);
+	pthread_mutex_unlock(&s->fault_lock);
+	/* Each batch takes the first dirty pages left; cleaned pages are CLEAN,
+	 * so the passes end, even with writers re-dirtying pages meanwhile. */
+	uint32_t passes = (s->pages_per_region + RH_EVICT_BATCH - 1) / RH_EVICT_BATCH + 1;
+	int got = 1;
+	for (uint32_t k = 0; k < passes && got > 0; k++)
+		got = rh_swap_clean_batch(s, region);
+	if (got < 0 || atomic_load(&s->failed))
+		return rh_err_set(err, RH_EPEER, "swap: writing back region %u failed", region);
+	return RH_OK;
+}
+
 void rh_swap_stats_get(rh_swap *s, rh_swap_stats *out)
 {
 	out->faults = atomic_load(&s->st.faults);

@@ -87,6 +87,11 @@ unsigned rh_swap_region_evicted_pct(rh_swap *s, uint32_t region, size_t bytes);
  * its tracer). Blocks until done. */
 int rh_swap_flush_region(rh_swap *s, uint32_t region, rh_error *err);
 
+/* Write back every dirty page of a region and keep it resident (CLEAN):
+ * afterwards the host's copy equals the resident pages, until one is
+ * written again. Pages dirtied while it runs may stay dirty. */
+int rh_swap_clean_region(rh_swap *s, uint32_t region, rh_error *err);
+
 void rh_swap_stats_get(rh_swap *s, rh_swap_stats *out);
 uint8_t rh_swap_page_state(rh_swap *s, uintptr_t addr);
 /* Change the readahead window (pages after a faulting one; with adaptive
