@@ -233,16 +233,22 @@ void rh_swap_region_freed(rh_swap *s, uint32_t region)
 	pthread_mutex_unlock(&s->fault_lock);
 }
 
+/* Wait for the fault being handled, if any: the faulting thread is woken
+ * by the page's install, before the page's state is set, so a caller that
+ * just touched a page could otherwise find it INIT or FETCHING, skip it,
+ * and leave the page out of a flush (handing its region over with the page
+ * mapped) or of a write-back (DIRTY after the pass). */
+static void finish_fault(rh_swap *s)
+{
+	pthread_mutex_lock(&s->fault_lock);
+	pthread_mutex_unlock(&s->fault_lock);
+}
+
 int rh_swap_flush_region(rh_swap *s, uint32_t region, rh_error *err)
 {
 	int got;
 	size_t kept = 0;
-	/* A fault being handled finishes first: the faulting thread is woken
-	 * by the page's install, before the page's state is set, so a caller
-	 * that just touched a page could otherwise find it INIT or FETCHING
-	 * here, skip it, and hand its region over with the page mapped. */
-	pthread_mutex_lock(&s->fault_lock);
-	pthread_mutex_unlock(&s->fault_lock);
+	finish_fault(s);
 	while ((got = rh_swap_evict_batch(s, region, &kept)) > 0)
 		;
 	if (got < 0 || atomic_load(&s->failed))
@@ -268,10 +274,7 @@ int rh_swap_flush_region(rh_swap *s, uint32_t region, rh_error *err)
 
 int rh_swap_clean_region(rh_swap *s, uint32_t region, rh_error *err)
 {
-	/* A fault being handled finishes first, as for a flush: a page it
-	 * installs DIRTY after the pass would be left out of it. */
-	pthread_mutex_lock(&s->fault_lock);
-	pthread_mutex_unlock(&s->fault_lock);
+	finish_fault(s);
 	/* Each batch takes the first dirty pages left; cleaned pages are CLEAN,
 	 * so the passes end, even with writers re-dirtying pages meanwhile. */
 	uint32_t passes = (s->pages_per_region + RH_EVICT_BATCH - 1) / RH_EVICT_BATCH + 1;

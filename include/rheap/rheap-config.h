@@ -80,8 +80,8 @@ typedef struct rh_config {
                                   collection is followed by a full one, [0,1), default 0.15 */
 	int offload;        /* "offload": tracers trace (1, default) or CPU server does all (0) */
 	int tracer_threads; /* "tracer_threads": default 1 */
-	int copy_threads;   /* "copy_threads": threads copying objects in a pause on a local
-	                       heap, 1..8; 0 (default) = one per online CPU, at most 4 */
+	int copy_threads;   /* "copy_threads": threads copying objects in a pause, 1..8;
+	                       0 (default) = one per online CPU, at most 4 */
 	int reorder; /* "reorder": evacuate in traversal order (1, default) or address order (0) */
 	int verify;  /* "verify": run the heap verifier after every collection (0 default) */
 	int concurrent_mark; /* "concurrent_mark": a local heap marks its old generation

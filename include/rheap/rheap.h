@@ -272,7 +272,7 @@ typedef struct rh_stats {
 	uint64_t concurrent_cycles;  /* cycles finished */
 	uint64_t concurrent_aborts;  /* cycles dropped for a full collection */
 	uint64_t concurrent_mark_ns; /* marker thread time in finished cycles */
-	/* Parallel copying (gc.copy_threads, local heaps). */
+	/* Parallel copying (gc.copy_threads). */
 	uint64_t
 	        bytes_copied_helpers; /* of bytes_copied, by threads other than the collecting one */
 	uint64_t copies_undone;       /* copies given up: another thread copied the object first */

@@ -23,6 +23,7 @@
 #include "swap/internal.h"
 #include "tests/swap/check.h"
 #include "tests/swap/cluster.h"
+#include "tests/swap/pages.h"
 
 #define PAGES 16
 #define LOCKED_FIRST 4
@@ -39,19 +40,6 @@ static void on_alarm(int sig)
 	(void)w;
 	(void)sig;
 	_exit(1);
-}
-
-static uint8_t pattern(size_t i)
-{
-	return (uint8_t)(i * 131 + (i >> 12) * 7 + 1);
-}
-
-/* The fault thread wakes a faulting thread when it installs the page and
- * sets the page's state just after: wait for the fault being handled. */
-static void settle(rh_swap *s)
-{
-	pthread_mutex_lock(&s->fault_lock);
-	pthread_mutex_unlock(&s->fault_lock);
 }
 
 /* Pages of the heap CLEAN or DIRTY: what the resident count must say. */

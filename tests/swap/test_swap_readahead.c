@@ -15,13 +15,9 @@
 #include "swap/internal.h"
 #include "tests/swap/check.h"
 #include "tests/swap/cluster.h"
+#include "tests/swap/pages.h"
 
 #define WINDOW 8
-
-static uint8_t pattern(size_t i)
-{
-	return (uint8_t)(i * 131 + (i >> 12) * 7 + 1);
-}
 
 static void on_alarm(int sig)
 {
@@ -30,13 +26,6 @@ static void on_alarm(int sig)
 	(void)w;
 	(void)sig;
 	_exit(1);
-}
-
-/* The fault being handled finishes (it sets page states after waking). */
-static void settle(rh_swap *s)
-{
-	pthread_mutex_lock(&s->fault_lock);
-	pthread_mutex_unlock(&s->fault_lock);
 }
 
 typedef struct pass {

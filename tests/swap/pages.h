@@ -1,0 +1,25 @@
+/* What the page-level swap tests share: a byte pattern that differs from
+ * page to page, and a way to wait for a fault to be fully served. */
+#ifndef RH_TEST_SWAP_PAGES_H
+#define RH_TEST_SWAP_PAGES_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "swap/internal.h"
+
+static inline uint8_t pattern(size_t i)
+{
+	return (uint8_t)(i * 131 + (i >> 12) * 7 + 1);
+}
+
+/* The fault thread wakes a faulting thread when it installs the page and
+ * sets the page's state just after: wait for the fault being handled. */
+static inline void settle(rh_swap *s)
+{
+	pthread_mutex_lock(&s->fault_lock);
+	pthread_mutex_unlock(&s->fault_lock);
+}
+
+#endif
