@@ -443,14 +443,14 @@ static void finish(rh_heap *h)
 	}
 	rh_remsets_drop_freed(h);
 	rh_region_flush_freed(h);
-	h->live_after_full = live_total;
-	h->full_due = false;
+	h->sz.live_after_full = live_total;
+	h->sz.full_due = false;
 	if (old_total) {
 		double share = (double)live_total / (double)old_total;
-		if (share > 0.75 && h->full_growth < 8)
-			h->full_growth *= 2;
-		else if (share < 0.5 && h->full_growth > 2)
-			h->full_growth /= 2;
+		if (share > 0.75 && h->sz.full_growth < 8)
+			h->sz.full_growth *= 2;
+		else if (share < 0.5 && h->sz.full_growth > 2)
+			h->sz.full_growth /= 2;
 	}
 	set_phase(c, RH_CM_IDLE);
 	uint64_t took = rh_now_ns() - c->t_start;
@@ -498,14 +498,20 @@ void rh_cmark_pause_begin(rh_heap *h, int kind)
 	hold(c);
 	/* A cycle that is done but for its finish still counts; a remark
 	 * would only be dropped by the abort. */
+	uint64_t t0 = rh_now_ns();
 	if (phase_of(c) == RH_CM_MARKED && kind != RH_GC_FULL) {
 		rh_emit(h, kind, RH_PHASE_MARK, 1);
 		remark(h);
 		rh_emit(h, kind, RH_PHASE_MARK, 0);
+		rh_log(RH_LOG_DEBUG, "gc", "concurrent cycle %llu: remark %.2f ms",
+		       (unsigned long long)c->cycle, (double)(rh_now_ns() - t0) / 1e6);
 	} else if (phase_of(c) == RH_CM_SCRUBBED) {
 		rh_emit(h, kind, RH_PHASE_RECLAIM, 1);
 		finish(h);
 		rh_emit(h, kind, RH_PHASE_RECLAIM, 0);
+		rh_log(RH_LOG_DEBUG, "gc",
+		       "concurrent cycle %llu: finished in the pause in %.2f ms",
+		       (unsigned long long)c->cycle, (double)(rh_now_ns() - t0) / 1e6);
 	}
 	if (kind == RH_GC_FULL)
 		rh_cmark_abort(h);

@@ -80,6 +80,54 @@ static void conservative_root(void *ctx, uintptr_t w)
 	rh_gc_root_object(g, obj);
 }
 
+/* The cards of the set's remembered sets, each once and in address order
+ * (rset.S2): a card lies in the set of every region its fields point
+ * into, so pagerank's vertex cards were scanned once per eden region
+ * holding their boxes, and in hash order. Marked in a heap-wide bitmap
+ * first, then runs of adjacent cards in one region are walked as one
+ * span, finding the first object once. */
+static void scan_cards(rh_gc *g)
+{
+	rh_heap *h = g->h;
+	uint64_t t0 = rh_now_ns();
+	uint64_t *cb = h->card_bits;
+	size_t lo = SIZE_MAX, hi = 0;
+	for (uint32_t i = 0; i < h->n_regions; i++) {
+		rh_region *r = &h->regions[i];
+		if (!h->in_cset[i] || !r->remset.cap)
+			continue;
+		for (size_t k = 0; k < r->remset.cap; k++) {
+			uint64_t card = r->remset.cards[k] - 1;
+			/* Cards inside the set are traced with it. */
+			if (!r->remset.cards[k] || h->in_cset[rh_card_region(h, card)])
+				continue;
+			cb[card >> 6] |= 1ull << (card & 63);
+			lo = card >> 6 < lo ? card >> 6 : lo;
+			hi = card >> 6 > hi ? card >> 6 : hi;
+		}
+	}
+	uint64_t run = 0, n = 0; /* cards [run, run + n) */
+	uint64_t per_region = h->region_size >> RH_CARD_SHIFT;
+	for (size_t w = lo; lo != SIZE_MAX && w <= hi; w++) {
+		for (uint64_t bits = cb[w]; bits; bits &= bits - 1) {
+			uint64_t card = w * 64 + (uint64_t)__builtin_ctzll(bits);
+			g->cards++;
+			if (n && card == run + n && card % per_region) {
+				n++;
+				continue;
+			}
+			if (n)
+				rh_cards_slots(h, run, n, precise_root, g);
+			run = card;
+			n = 1;
+		}
+		cb[w] = 0;
+	}
+	if (n)
+		rh_cards_slots(h, run, n, precise_root, g);
+	g->cards_ns = rh_now_ns() - t0;
+}
+
 static void scan_roots(rh_gc *g)
 {
 	rh_heap *h = g->h;
@@ -89,27 +137,10 @@ static void scan_roots(rh_gc *g)
 		precise_root(g, h->globals[i]);
 	if (g->kind == RH_GC_FULL)
 		return;
-	for (uint32_t i = 0; i < h->n_regions; i++) {
-		rh_region *r = &h->regions[i];
-		if (!h->in_cset[i] || !r->remset.cap)
-			continue;
-		for (size_t k = 0; k < r->remset.cap; k++) {
-			uint64_t card = r->remset.cards[k] - 1;
-			/* Cards inside the set are traced with it. */
-			if (r->remset.cards[k] && !h->in_cset[rh_card_region(h, card)])
-				rh_card_slots(h, card, precise_root, g);
-		}
-	}
+	scan_cards(g);
 }
 
 /* ---------------------------------------------------------------- choosing */
-
-/* The shares of gc.pause_budget_ms a partial collection plans for: eden is
- * sized so that copying its survivors takes YOUNG_SHARE, and old regions
- * add at most OLD_SHARE. The rest absorbs mispredictions: survival jumps
- * when a program starts building long-lived data. */
-#define YOUNG_SHARE 0.35
-#define OLD_SHARE 0.2
 
 static int by_garbage(const void *a, const void *b)
 {
@@ -160,6 +191,8 @@ static void choose_set(rh_gc *g)
 			add_to_set(h, r);
 			eden_bytes += r->top - r->start;
 			g->eden_bytes += r->top - r->start;
+			g->age_in[r->survivals < RH_TENURE ? r->survivals : RH_TENURE - 1] +=
+			        r->top - r->start;
 		} else if (cand && r->kind == RH_REGION_OLD && r->live_known && !rh_is_dest(h, i) &&
 		           !h->offload[i] &&
 		           !(h->offload_on &&
@@ -173,15 +206,17 @@ static void choose_set(rh_gc *g)
 		return;
 	qsort(cand, n_cand, sizeof *cand, by_garbage);
 	/* Old regions are spread over several pauses: each adds at most
-	 * OLD_SHARE of the budget, predicted from the bytes to copy (eden's
+	 * RH_SZ_OLD_SHARE of the budget, predicted from the bytes to copy and the cards to scan (eden's
 	 * share is planned by its size), but at least one region so that old
 	 * garbage is always reclaimed while the whole budget allows. */
 	double budget = (double)h->cfg.pause_budget_us * 1000.0;
-	double cost = (double)eden_bytes / 10 * h->copy_ns_per_byte;
-	double old_cap = cost + budget * OLD_SHARE;
+	double cost = (double)eden_bytes / 10 * h->sz.copy_ns_per_byte;
+	double old_cap = cost + budget * RH_SZ_OLD_SHARE;
 	uint64_t copy_room = (uint64_t)h->n_free * h->region_size;
 	for (size_t i = 0; i < n_cand; i++) {
-		double c = (double)cand[i]->live_bytes * h->copy_ns_per_byte;
+		/* sizing.O1: an old region costs its live bytes' copying and
+		 * its remembered cards' scanning. */
+		double c = rh_sizing_old_cost(h, cand[i]->live_bytes, cand[i]->remset.n_cards);
 		if (cost + c > (i ? old_cap : budget) || cand[i]->live_bytes > copy_room)
 			break;
 		cost += c;
@@ -248,138 +283,6 @@ kept:
 	r->ident++; /* fillers replaced objects in place */
 }
 
-/* Eden about the size of the old generation (young data is allocated in
- * proportion to what survives), at least 8 MiB, at most what the pause
- * budget can copy at the observed survival rate and young_fraction of the
- * free space. The old generation may grow to full_growth (2 to 8) times
- * what the last full collection found live before the next full one. */
-#define MIB (1024ull * 1024)
-
-/* Bytes in old and humongous regions. */
-static uint64_t old_used(const rh_heap *h)
-{
-	uint64_t n = 0;
-	for (uint32_t i = 0; i < h->n_regions; i++) {
-		const rh_region *r = &h->regions[i];
-		if (r->kind == RH_REGION_OLD || r->kind == RH_REGION_HUMONGOUS)
-			n += r->top - r->start;
-	}
-	return n;
-}
-
-/* How far the old generation may grow before a full collection. */
-static uint64_t old_bound(const rh_heap *h)
-{
-	uint64_t bound = (uint64_t)(h->full_growth * (double)h->live_after_full);
-	return bound > 16 * MIB ? bound : 16 * MIB;
-}
-
-/* Would the partial collection due now leave the old generation past its
- * bound? Then the pause collects everything at once rather than copying
- * eden's survivors and tracing them again in the full collection that
- * would follow. Survivors are counted as if all promoted: the full
- * collection may come a pause early, never a pause late. (With offloading
- * on, a full collection is the tracers' and leaves eden alone; with
- * concurrent marking, the old generation is marked behind the mutators.) */
-static bool full_foreseen(const rh_heap *h)
-{
-	if (h->offload_on || h->cm.on)
-		return false;
-	uint64_t eden = 0;
-	for (uint32_t i = 0; i < h->n_regions; i++)
-		if (h->regions[i].kind == RH_REGION_EDEN)
-			eden += h->regions[i].top - h->regions[i].start;
-	return old_used(h) + (uint64_t)(h->survival * (double)eden) > old_bound(h);
-}
-/* Free regions kept mapped (region.c): enough for the next eden and the
- * copies of its expected survivors, so that neither the mutator nor the
- * pause faults pages in, but no more (they count in RSS, and on a
- * disaggregated heap in the page cache). */
-static void set_warm_limit(rh_heap *h, double surv)
-{
-	h->warm_limit = h->eden_limit + (uint32_t)(h->eden_limit * surv + 0.999) + 2;
-}
-
-static void size_generations(rh_gc *g)
-{
-	rh_heap *h = g->h;
-	uint64_t old = old_used(h);
-	if (g->kind == RH_GC_FULL) {
-		h->live_after_full = h->marker.bytes_marked;
-		h->full_due = false;
-		/* A full collection that finds most of the heap live (a program
-		 * building its long-lived data) was too early: let the old
-		 * generation grow further before the next. One that frees most
-		 * of it comes back toward the default. */
-		if (g->set_bytes) {
-			double live = (double)h->live_after_full / (double)g->set_bytes;
-			if (live > 0.75 && h->full_growth < 8)
-				h->full_growth *= 2;
-			else if (live < 0.5 && h->full_growth > 2)
-				h->full_growth /= 2;
-		}
-	} else if (g->eden_bytes) {
-		double s = (double)g->copied_bytes / (double)g->eden_bytes;
-		h->last_survival = s < 1 ? s : 1;
-		h->survival = 0.5 * h->survival + 0.5 * h->last_survival;
-	}
-	double budget_ns = (double)h->cfg.pause_budget_us * 1000.0;
-	/* The worse of the trend and the last pause: survival jumps when a
-	 * program starts building long-lived data. */
-	double surv = h->survival > h->last_survival ? h->survival : h->last_survival;
-	if (surv < 0.02)
-		surv = 0.02;
-	/* The survivor regions this pause leaves are in the next set too
-	 * and are copied again (counted whole): their bytes come off the
-	 * share first, averaged over pauses, since eden shrinks when they
-	 * are many and the next pause leaves fewer. */
-	uint64_t sb = 0;
-	for (uint32_t i = 0; h->n_surv && i < h->n_regions; i++)
-		if (h->regions[i].kind == RH_REGION_EDEN)
-			sb += h->regions[i].top - h->regions[i].start;
-	h->surv_bytes = 0.5 * h->surv_bytes + 0.5 * (double)sb;
-	double room = budget_ns * YOUNG_SHARE / h->copy_ns_per_byte - h->surv_bytes;
-	if (room < (double)h->region_size * surv)
-		room = (double)h->region_size * surv;
-	double by_pause = room / surv;
-	double by_free = h->cfg.young_fraction * (double)h->n_free * (double)h->region_size;
-	double target = (double)(old > 8 * MIB ? old : 8 * MIB);
-	if (target > by_pause)
-		target = by_pause;
-	if (target > by_free)
-		target = by_free;
-	uint32_t limit = (uint32_t)(target / (double)h->region_size);
-	h->eden_limit = limit ? limit : 1;
-	set_warm_limit(h, surv);
-	if (g->kind == RH_GC_PARTIAL && old > old_bound(h))
-		h->full_due = true;
-}
-
-void rh_gc_size_initial(rh_heap *h)
-{
-	h->copy_ns_per_byte = 3.0; /* marking + copying + fixing, until measured */
-	h->survival = 0.2;
-	h->full_growth = 2.0;
-	/* Until the first collection measures anything: 4 MiB of eden, or
-	 * young_fraction of the heap if that is smaller, or what the young
-	 * share of the pause budget copies at the assumed cost if all of it
-	 * survives. A program's first pause often does copy nearly all of
-	 * eden (it is building its data), and from a cold heap: gcbench's
-	 * first pause, 4 MiB all live, took 7-9 ms where its later ones
-	 * copy 1 MiB per millisecond. */
-	double eden = (double)h->size * h->cfg.young_fraction;
-	if (eden > 4.0 * MIB)
-		eden = 4.0 * MIB;
-	double by_pause =
-	        (double)h->cfg.pause_budget_us * 1000.0 * YOUNG_SHARE / h->copy_ns_per_byte;
-	if (eden > by_pause)
-		eden = by_pause;
-	h->eden_limit = (uint32_t)(eden / (double)h->region_size);
-	if (h->eden_limit < 1)
-		h->eden_limit = 1;
-	set_warm_limit(h, h->survival);
-}
-
 static void reclaim(rh_gc *g)
 {
 	rh_heap *h = g->h;
@@ -434,7 +337,6 @@ static void reclaim(rh_gc *g)
 	h->surv_taken = 0;
 	h->n_surv = h->n_eden;
 	rh_region_flush_freed(h);
-	size_generations(g);
 	pthread_mutex_lock(&h->stats_lock);
 	h->stats.bytes_freed += freed;
 	pthread_mutex_unlock(&h->stats_lock);
@@ -514,11 +416,11 @@ static void collect(rh_heap *h, rh_gc_kind kind)
 	if (kind == RH_GC_FULL && h->offload_on) {
 		/* The tracers mark the heap where it lives (docs/distributed-gc.md).
 		 * Its set is every region in use, as a local full collection's:
-		 * size_generations() adapts full_growth to the share found live. */
+		 * rh_sizing_after() adapts full_growth to the share found live. */
 		for (uint32_t i = 0; i < h->n_regions; i++)
 			g.set_bytes += set_bytes_of(&h->regions[i]);
 		mk->bytes_marked = rh_cssc_full(h);
-		size_generations(&g);
+		rh_sizing_after(&g);
 		goto done;
 	}
 	rh_emit(h, kind, RH_PHASE_ROOTS, 1);
@@ -539,6 +441,8 @@ static void collect(rh_heap *h, rh_gc_kind kind)
 				h->in_cset[i] = 2; /* in place from the start (evac.c) */
 	scan_roots(&g);
 	rh_emit(h, kind, RH_PHASE_ROOTS, 0);
+	uint64_t t_evac = rh_now_ns();
+	g.roots_ns = t_evac - t_work;
 
 	if (g.one_pass) {
 		/* Marking and fixing happen as objects are copied: their
@@ -554,26 +458,27 @@ static void collect(rh_heap *h, rh_gc_kind kind)
 	} else {
 		mark_copy_fix(&g);
 	}
-	/* What one surviving byte costs a partial pause, marking, copying and
-	 * fixing together: the pause budget is spent at this rate. */
-	if (kind == RH_GC_PARTIAL && g.copied_bytes > 65536)
-		h->copy_ns_per_byte = 0.5 * h->copy_ns_per_byte +
-		                      0.5 * (double)(rh_now_ns() - t_work) / (double)g.copied_bytes;
+	uint64_t t_reclaim = rh_now_ns();
+	g.evac_ns = t_reclaim - t_evac;
 
 	rh_emit(h, kind, RH_PHASE_RECLAIM, 1);
 	reclaim(&g);
 	rh_emit(h, kind, RH_PHASE_RECLAIM, 0);
+	g.reclaim_ns = rh_now_ns() - t_reclaim;
+	rh_sizing_after(&g);
 
 done:
 	rh_log(RH_LOG_DEBUG, "gc",
 	       "%s collection %llu: eden %llu KiB, marked %llu KiB, copied %llu KiB, %u regions "
-	       "free, eden limit %u, survival %.2f, %.0f %% copied by helpers, %llu copies undone",
+	       "free, eden limit %u, survival %.2f, %.0f %% copied by helpers, %llu copies undone; "
+	       "roots %.2f ms (%llu cards, %.2f ms), evacuation %.2f ms, reclaim %.2f ms",
 	       kind == RH_GC_FULL ? "full" : "partial", (unsigned long long)h->gc_index,
 	       (unsigned long long)(g.eden_bytes >> 10),
 	       (unsigned long long)(mk->bytes_marked >> 10),
-	       (unsigned long long)(g.copied_bytes >> 10), h->n_free, h->eden_limit, h->survival,
+	       (unsigned long long)(g.copied_bytes >> 10), h->n_free, h->eden_limit, h->sz.survival,
 	       g.copied_bytes ? 100.0 * (double)g.helper_bytes / (double)g.copied_bytes : 0.0,
-	       (unsigned long long)g.lost);
+	       (unsigned long long)g.lost, (double)g.roots_ns / 1e6, (unsigned long long)g.cards,
+	       (double)g.cards_ns / 1e6, (double)g.evac_ns / 1e6, (double)g.reclaim_ns / 1e6);
 	pthread_mutex_lock(&h->stats_lock);
 	h->stats.bytes_copied += g.copied_bytes;
 	h->stats.objects_copied += g.copied_objects;
@@ -614,7 +519,7 @@ static void emit_stop(rh_heap *h, rh_gc_kind kind, uint64_t t_start)
 
 static void collect_stopped(rh_heap *h, rh_gc_kind kind, uint64_t t_start)
 {
-	if (kind == RH_GC_PARTIAL && full_foreseen(h))
+	if (kind == RH_GC_PARTIAL && rh_sizing_full_foreseen(h))
 		kind = RH_GC_FULL;
 	emit_stop(h, kind, t_start);
 	pthread_mutex_lock(&h->remset_lock);
@@ -631,7 +536,7 @@ static void collect_stopped(rh_heap *h, rh_gc_kind kind, uint64_t t_start)
 	 * lets the old generation grow by another eden: peak memory rose by
 	 * a sixth to three quarters in the GC benchmarks.) */
 	bool short_of_room = h->n_free < h->n_regions * h->cfg.full_threshold;
-	if (kind == RH_GC_PARTIAL && (short_of_room || (h->full_due && !h->cm.on))) {
+	if (kind == RH_GC_PARTIAL && (short_of_room || (h->sz.full_due && !h->cm.on))) {
 		kind = RH_GC_FULL;
 		rh_cmark_abort(h);
 		emit_stop(h, kind, rh_now_ns()); /* already stopped: zero length */
@@ -639,7 +544,7 @@ static void collect_stopped(rh_heap *h, rh_gc_kind kind, uint64_t t_start)
 	} else if (kind == RH_GC_PARTIAL) {
 		/* With concurrent marking, an old generation past its bound
 		 * starts a cycle where it would have had a full collection. */
-		rh_cmark_maybe_start(h, h->full_due);
+		rh_cmark_maybe_start(h, h->sz.full_due || rh_sizing_mark_due(h));
 	}
 	rh_cmark_pause_end(h);
 	pthread_mutex_unlock(&h->remset_lock);

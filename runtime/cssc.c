@@ -107,7 +107,7 @@ void rh_cssc_choose(rh_heap *h)
 	 * tracers' remark and copy, and the CPU server's flushes, fixing and
 	 * filing, which grow with the bytes moved and can outweigh the
 	 * tracers' part: it is measured whole, end to end). */
-	double budget = (double)h->cfg.pause_budget_us * 1000.0 * 0.5, spent = 0;
+	double budget = (double)h->cfg.pause_budget_us * 1000.0 * RH_SZ_CSSC_SHARE, spent = 0;
 	for (size_t k = 0; k < n; k++) {
 		size_t host = rh_remote_host_of(h->remote, c[k].region);
 		double cst = (double)c[k].live * h->cssc_ns_per_byte;

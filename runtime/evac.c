@@ -41,9 +41,10 @@ typedef struct __attribute__((aligned(128))) rh_gcw {
 	uintptr_t *kept; /* objects kept in place, marked, not yet scanned */
 	size_t n_kept, cap_kept;
 	uint64_t copied_bytes, copied_objects, kept_bytes, lost;
-	uint64_t solo_until; /* alone, stop at this many bytes copied (0: never) */
-	uint32_t *dest;      /* old destination cursor (region index + 1), kept across pauses */
-	uint32_t *surv;      /* per age: survivor destination, this pause */
+	uint64_t aged[RH_TENURE]; /* bytes copied out of young regions, per age (sizing.T1) */
+	uint64_t solo_until;      /* alone, stop at this many bytes copied (0: never) */
+	uint32_t *dest; /* old destination cursor (region index + 1), kept across pauses */
+	uint32_t *surv; /* per age: survivor destination, this pause */
 	uint32_t own_surv[RH_TENURE];
 	uintptr_t (*rem)[2]; /* (slot, target) to file after the pass */
 	size_t n_rem, cap_rem;
@@ -177,7 +178,8 @@ static uintptr_t surv_alloc(rh_gcw *w, size_t bytes, uint32_t age)
 static inline uintptr_t dest_for(rh_gcw *w, rh_region *r, size_t bytes)
 {
 	uint32_t age = r->survivals + 1;
-	bool young = w->g->kind == RH_GC_PARTIAL && r->kind == RH_REGION_EDEN && age < RH_TENURE;
+	bool young =
+	        w->g->kind == RH_GC_PARTIAL && r->kind == RH_REGION_EDEN && age < w->h->sz.tenure;
 	uintptr_t p = bump_in(w->h, young ? w->surv[age] : *w->dest, bytes);
 	if (p)
 		return p;
@@ -501,6 +503,9 @@ static inline uintptr_t move(rh_gcw *w, uintptr_t obj, uint64_t hd)
 			}
 			w->copied_bytes += bytes;
 			w->copied_objects++;
+			if (r->kind == RH_REGION_EDEN)
+				w->aged[r->survivals < RH_TENURE ? r->survivals : RH_TENURE - 1] +=
+				        bytes;
 			scan(w, to);
 			return to;
 		}
@@ -639,6 +644,8 @@ static void account(rh_gc *g, const rh_gcw *w)
 	g->copied_objects += w->copied_objects;
 	g->kept_bytes += w->kept_bytes;
 	g->lost += w->lost;
+	for (unsigned a = 0; a < RH_TENURE; a++)
+		g->aged[a] += w->aged[a];
 }
 
 void rh_evac_trace(rh_gc *g)

@@ -28,6 +28,12 @@ typedef struct rh_gc {
 	uint64_t kept_bytes;  /* live bytes left in place (one-pass) */
 	uint64_t eden_bytes;  /* eden in the collection set */
 	uint64_t set_bytes;   /* bytes in use in the collection set */
+	uint64_t cards;       /* remembered cards scanned as roots */
+	/* Per age (a survivor region's survivals; eden 0): bytes of young
+	 * regions in the set, and bytes copied out of them (sizing.T1). */
+	uint64_t age_in[RH_TENURE], aged[RH_TENURE];
+	/* Where the pause went (sizing model, docs/collector.md). */
+	uint64_t roots_ns, cards_ns, evac_ns, reclaim_ns;
 } rh_gc;
 
 /* A heap slot's new value. A concurrent marker may be reading old

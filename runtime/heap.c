@@ -32,6 +32,11 @@ static void *map_bitmap(size_t bytes)
 	return p == MAP_FAILED ? NULL : p;
 }
 
+static size_t card_bitmap_bytes(const rh_heap *h)
+{
+	return ((h->size >> RH_CARD_SHIFT) + 63) / 64 * 8;
+}
+
 static void init_locks(rh_heap *h)
 {
 	pthread_mutex_init(&h->lock, NULL);
@@ -180,8 +185,10 @@ rh_heap *rh_heap_open(const rh_config *cfg_in, rh_error *err)
 	size_t bm_bytes = h->size / 64;
 	h->mark_bits = map_bitmap(bm_bytes);
 	h->start_bits = map_bitmap(bm_bytes);
-	if (!h->mark_bits || !h->start_bits || rh_typetab_init(&h->types) != RH_OK ||
-	    init_regions(h, err) != RH_OK || rh_barrier_start(h) != RH_OK) {
+	h->card_bits = map_bitmap(card_bitmap_bytes(h));
+	if (!h->mark_bits || !h->start_bits || !h->card_bits ||
+	    rh_typetab_init(&h->types) != RH_OK || init_regions(h, err) != RH_OK ||
+	    rh_barrier_start(h) != RH_OK) {
 		if (!err || err->code == RH_OK)
 			rh_err_set(err, RH_ENOMEM, "heap: out of memory setting up the heap");
 		rh_heap_close(h);
@@ -199,7 +206,7 @@ rh_heap *rh_heap_open(const rh_config *cfg_in, rh_error *err)
 	h->stats.heap_size = h->size;
 	h->stats.region_size = h->region_size;
 	h->stats.regions_total = h->n_regions;
-	rh_gc_size_initial(h);
+	rh_sizing_init(h);
 	rh_log(RH_LOG_INFO, "heap", "opened %lu MiB at %#lx, %u regions of %lu KiB",
 	       (unsigned long)(h->size >> 20), (unsigned long)h->base, h->n_regions,
 	       (unsigned long)(h->region_size >> 10));
@@ -254,6 +261,8 @@ void rh_heap_close(rh_heap *h)
 		munmap(h->mark_bits, h->size / 64);
 	if (h->start_bits)
 		munmap(h->start_bits, h->size / 64);
+	if (h->card_bits)
+		munmap(h->card_bits, card_bitmap_bytes(h));
 	if (h->regions)
 		munmap((void *)h->base, h->size);
 	rh_marker_free(&h->marker);

@@ -31,6 +31,7 @@
 #include "runtime/cmark.h"
 #include "runtime/gcwork.h"
 #include "runtime/remote.h"
+#include "runtime/sizing.h"
 #include "swap/swap.h"
 
 #define RH_MUTATOR_MAGIC 0x72686d7574617472ull /* "rhmutatr" */
@@ -132,20 +133,18 @@ struct rh_heap {
 	rh_bqbuf *bq_full; /* buffers waiting for the transfer thread */
 	rh_bqbuf *bq_spare;
 	uint64_t remset_cards; /* cards over all source queues */
+	/* Regions that could hold remembered cards (not eden) freed since
+	 * the last purge of the remembered sets (region.c, rset.S1). */
+	uint32_t freed_sources;
 	pthread_t transfer;
 	bool transfer_stop;
 
 	/* Collector state, used with the world stopped. */
 	uint64_t *mark_bits;  /* heap-wide */
 	uint64_t *start_bits; /* heap-wide object starts, valid per region */
+	uint64_t *card_bits;  /* heap-wide, one bit per card: a pause's cards to scan (rset.S2) */
 	rh_marker marker;
-	double copy_ns_per_byte;  /* measured evacuation cost, for the pause budget */
-	double survival;          /* share of eden that survives a partial collection */
-	double surv_bytes;        /* survivor regions' bytes after a pause, averaged */
-	double last_survival;     /* the last partial collection's */
-	uint64_t live_after_full; /* bytes marked by the last full collection */
-	double full_growth;       /* old may reach this times live_after_full (collect.c) */
-	bool full_due;            /* the old generation outgrew its bound: next pause is full */
+	rh_sizing sz; /* generation sizing and the pause model (sizing.h) */
 	/* Per copying thread: region index + 1 receiving promoted objects. */
 	uint32_t dest_region[RH_COPY_THREADS_MAX];
 	struct rh_crew *crew;          /* copying threads beside the collecting one, once started */
@@ -235,6 +234,9 @@ void rh_region_release(rh_heap *h, rh_region *r);
  * fields, within the card, of the objects that overlap it. Cards in free
  * regions hold nothing. */
 void rh_card_slots(rh_heap *h, uint64_t card, rh_slot_fn fn, void *ctx);
+/* The same for the cards [first, first + n), all in one region: the
+ * objects are walked once across the run. */
+void rh_cards_slots(rh_heap *h, uint64_t first, uint64_t n, rh_slot_fn fn, void *ctx);
 static inline uint32_t rh_card_region(const rh_heap *h, uint64_t card)
 {
 	return (uint32_t)((card << RH_CARD_SHIFT) >> h->region_shift);
@@ -277,7 +279,6 @@ void rh_bq_flush(rh_mutator *m);
  * `self`. Returns 1 if this thread collected, 0 if another thread's
  * collection ran meanwhile. */
 /* Eden's size and the collector's estimates before any collection. */
-void rh_gc_size_initial(rh_heap *h);
 int rh_collect_for_alloc(rh_heap *h, rh_mutator *self, int full);
 size_t rh_verify_heap(rh_heap *h);
 void rh_emit(rh_heap *h, rh_gc_kind kind, rh_phase ph, int begin);

@@ -1,0 +1,251 @@
+/* Generation sizing and the pause model (sizing.h, docs/collector.md,
+ * "Sizing").
+ *
+ * Eden is about the size of the old generation (young data is allocated in
+ * proportion to what survives), at least 8 MiB, at most what the pause
+ * budget allows at the measured costs and survival rate, and young_fraction
+ * of the free space. The old generation may grow to full_growth (2 to 8)
+ * times what the last full collection found live before the next full one.
+ */
+#include <math.h>
+
+#include "runtime/gc_int.h"
+
+#define MIB (1024ull * 1024)
+
+uint64_t rh_sizing_old_used(const rh_heap *h)
+{
+	uint64_t n = 0;
+	for (uint32_t i = 0; i < h->n_regions; i++) {
+		const rh_region *r = &h->regions[i];
+		if (r->kind == RH_REGION_OLD || r->kind == RH_REGION_HUMONGOUS)
+			n += r->top - r->start;
+	}
+	return n;
+}
+
+/* How far the old generation may grow before a full collection. */
+static uint64_t old_bound(const rh_heap *h)
+{
+	uint64_t bound = (uint64_t)(h->sz.full_growth * (double)h->sz.live_after_full);
+	return bound > 16 * MIB ? bound : 16 * MIB;
+}
+
+/* Would the partial collection due now leave the old generation past its
+ * bound? Then the pause collects everything at once rather than copying
+ * eden's survivors and tracing them again in the full collection that
+ * would follow. Survivors are counted as if all promoted: the full
+ * collection may come a pause early, never a pause late. (With offloading
+ * on, a full collection is the tracers' and leaves eden alone; with
+ * concurrent marking, the old generation is marked behind the mutators.) */
+bool rh_sizing_full_foreseen(const rh_heap *h)
+{
+	if (h->offload_on || h->cm.on)
+		return false;
+	uint64_t eden = 0;
+	for (uint32_t i = 0; i < h->n_regions; i++)
+		if (h->regions[i].kind == RH_REGION_EDEN)
+			eden += h->regions[i].top - h->regions[i].start;
+	return rh_sizing_old_used(h) + (uint64_t)(h->sz.survival * (double)eden) > old_bound(h);
+}
+
+/* sizing.C1: a cycle starts while twice gc.full_threshold of the regions
+ * plus an eden are still free, as G1 starts marking at an occupancy
+ * threshold: started only when the old generation outgrew its bound, a
+ * program whose data grows (listscan) filled the heap first, and a full
+ * collection stopped the world for 168 ms in the pause that found it
+ * short of room. */
+bool rh_sizing_mark_due(const rh_heap *h)
+{
+	double low = (double)h->n_regions * h->cfg.full_threshold * 2 + h->eden_limit;
+	return (double)h->n_free < low;
+}
+
+double rh_sizing_old_cost(const rh_heap *h, uint64_t live_bytes, uint64_t cards)
+{
+	return (double)live_bytes * h->sz.copy_ns_per_byte + (double)cards * h->sz.card_ns;
+}
+
+/* Free regions kept mapped (region.c): enough for the next eden and the
+ * copies of its expected survivors, so that neither the mutator nor the
+ * pause faults pages in, but no more (they count in RSS, and on a
+ * disaggregated heap in the page cache). */
+static void set_warm_limit(rh_heap *h, double surv)
+{
+	h->warm_limit = h->eden_limit + (uint32_t)(h->eden_limit * surv + 0.999) + 2;
+}
+
+static double avg(double old, double now)
+{
+	return 0.5 * old + 0.5 * now;
+}
+
+/* sizing.M1: each cost is measured on its own part of the pause. Copying
+ * used to be timed from the start of the roots, so a program with many
+ * remembered cards (pagerank: 20k cards, 9 ms, at every pause) looked
+ * three times as expensive per byte; eden shrank, the pauses multiplied
+ * and each paid the cards again. */
+static void measure(rh_gc *g)
+{
+	rh_sizing *sz = &g->h->sz;
+	if (g->copied_bytes > 65536)
+		sz->copy_ns_per_byte = avg(sz->copy_ns_per_byte,
+		                           (double)g->evac_ns / (double)g->copied_bytes);
+	if (g->cards >= 64)
+		sz->card_ns = avg(sz->card_ns, (double)g->cards_ns / (double)g->cards);
+	sz->cards = avg(sz->cards, (double)g->cards);
+	sz->fixed_ns = avg(sz->fixed_ns, (double)(g->roots_ns - g->cards_ns + g->reclaim_ns));
+	if (g->eden_bytes) {
+		double s = (double)g->copied_bytes / (double)g->eden_bytes;
+		sz->last_survival = s < 1 ? s : 1;
+		double d = sz->last_survival - sz->survival;
+		sz->surv_var = 0.7 * sz->surv_var + 0.3 * d * d;
+		sz->survival = avg(sz->survival, sz->last_survival);
+	}
+}
+
+/* sizing.T1: survivors are promoted at once while what survived one pause
+ * nearly all survives the next and the pause spends at least a quarter of
+ * its copying time on remembered cards: old objects pointing at new ones
+ * (pagerank's vertices at their rank boxes, lru's entries) are the data
+ * structure's updates, which live on, and every pause that ages them scans
+ * their cards again. Promoted at once, pagerank copied 156 MB instead of
+ * 300 MB. Young data referenced from young data (gcbench's temporary trees
+ * under construction) is aged as before: promoted, its garbage grew the
+ * old generation and peak RSS (58-98 MiB against 40-58). Every PROBE
+ * pauses one pause ages survivors again, so that the next measures the
+ * rate anew. */
+#define PROMOTE_RATE 0.8
+#define PROBE 8
+static void choose_tenure(rh_gc *g)
+{
+	rh_sizing *sz = &g->h->sz;
+	if (g->age_in[1] >= g->h->region_size) {
+		double rate = (double)g->aged[1] / (double)g->age_in[1];
+		bool carded = g->cards_ns * 4 >= g->evac_ns;
+		uint32_t t = rate >= PROMOTE_RATE && carded ? 1 : RH_TENURE;
+		if (t != sz->tenure)
+			rh_log(RH_LOG_DEBUG, "gc", "tenure %u: %.0f %% of survivors aged 1 survived",
+			       t, 100 * rate);
+		sz->tenure = t;
+		sz->probe = PROBE;
+	} else if (sz->tenure == 1 && --sz->probe == 0) {
+		sz->tenure = RH_TENURE;
+	}
+}
+
+/* sizing.E1: the young pause predicted, fixed part + cards + copying,
+ * stays within RH_SZ_PAUSE_SHARE of the budget, and copying within
+ * RH_SZ_YOUNG_SHARE;
+ * the copying share never falls below a tenth of the budget, so a program
+ * whose cards alone fill it still gets an eden worth a pause. */
+static double copy_room_ns(const rh_heap *h)
+{
+	double budget = (double)h->cfg.pause_budget_us * 1000.0;
+	double room = budget * RH_SZ_PAUSE_SHARE - h->sz.fixed_ns - h->sz.cards * h->sz.card_ns;
+	if (room > budget * RH_SZ_YOUNG_SHARE)
+		room = budget * RH_SZ_YOUNG_SHARE;
+	if (room < budget * 0.1)
+		room = budget * 0.1;
+	return room;
+}
+
+static void size_eden(rh_gc *g)
+{
+	rh_heap *h = g->h;
+	uint64_t old = rh_sizing_old_used(h);
+	rh_sizing *sz = &h->sz;
+	/* sizing.E2: the worse of the trend plus one standard deviation and
+	 * the last pause. Survival jumps when a program starts building
+	 * long-lived data, and swings from pause to pause in others: listscan
+	 * went between 0.3 and 0.8, and an eden sized at 0.34 copied 22 MiB
+	 * in a 75 ms pause against a 50 ms budget. */
+	double surv = sz->survival + sqrt(sz->surv_var);
+	if (surv < sz->last_survival)
+		surv = sz->last_survival;
+	if (surv > 1)
+		surv = 1;
+	if (surv < 0.02)
+		surv = 0.02;
+	/* The survivor regions this pause leaves are in the next set too
+	 * and are copied again (counted whole): their bytes come off the
+	 * share first, averaged over pauses, since eden shrinks when they
+	 * are many and the next pause leaves fewer. */
+	uint64_t sb = 0;
+	for (uint32_t i = 0; h->n_surv && i < h->n_regions; i++)
+		if (h->regions[i].kind == RH_REGION_EDEN)
+			sb += h->regions[i].top - h->regions[i].start;
+	sz->surv_bytes = avg(sz->surv_bytes, (double)sb);
+	double room = copy_room_ns(h) / sz->copy_ns_per_byte - sz->surv_bytes;
+	if (room < (double)h->region_size * surv)
+		room = (double)h->region_size * surv;
+	double by_pause = room / surv;
+	double by_free = h->cfg.young_fraction * (double)h->n_free * (double)h->region_size;
+	double target = (double)(old > 8 * MIB ? old : 8 * MIB);
+	if (target > by_pause)
+		target = by_pause;
+	if (target > by_free)
+		target = by_free;
+	uint32_t limit = (uint32_t)(target / (double)h->region_size);
+	h->eden_limit = limit ? limit : 1;
+	set_warm_limit(h, surv);
+	if (g->kind == RH_GC_PARTIAL && old > old_bound(h))
+		sz->full_due = true;
+}
+
+/* A full collection that finds most of the heap live (a program building
+ * its long-lived data) was too early: let the old generation grow further
+ * before the next. One that frees most of it comes back toward the
+ * default. */
+static void after_full(rh_gc *g)
+{
+	rh_sizing *sz = &g->h->sz;
+	sz->live_after_full = g->h->marker.bytes_marked;
+	sz->full_due = false;
+	if (g->set_bytes) {
+		double live = (double)sz->live_after_full / (double)g->set_bytes;
+		if (live > 0.75 && sz->full_growth < 8)
+			sz->full_growth *= 2;
+		else if (live < 0.5 && sz->full_growth > 2)
+			sz->full_growth /= 2;
+	}
+}
+
+void rh_sizing_after(rh_gc *g)
+{
+	if (g->kind == RH_GC_FULL) {
+		after_full(g);
+	} else {
+		measure(g);
+		choose_tenure(g);
+	}
+	size_eden(g);
+}
+
+void rh_sizing_init(rh_heap *h)
+{
+	rh_sizing *sz = &h->sz;
+	sz->copy_ns_per_byte = 3.0; /* until measured */
+	sz->card_ns = 300.0;
+	sz->survival = 0.2;
+	sz->full_growth = 2.0;
+	sz->tenure = RH_TENURE;
+	/* Until the first collection measures anything: 4 MiB of eden, or
+	 * young_fraction of the heap if that is smaller, or what the young
+	 * share of the pause budget copies at the assumed cost if all of it
+	 * survives. A program's first pause often does copy nearly all of
+	 * eden (it is building its data), and from a cold heap: gcbench's
+	 * first pause, 4 MiB all live, took 7-9 ms where its later ones
+	 * copy 1 MiB per millisecond. */
+	double eden = (double)h->size * h->cfg.young_fraction;
+	if (eden > 4.0 * MIB)
+		eden = 4.0 * MIB;
+	double by_pause = (double)h->cfg.pause_budget_us * 1000.0 * RH_SZ_YOUNG_SHARE /
+	                  sz->copy_ns_per_byte;
+	if (eden > by_pause)
+		eden = by_pause;
+	h->eden_limit = (uint32_t)(eden / (double)h->region_size);
+	if (h->eden_limit < 1)
+		h->eden_limit = 1;
+	set_warm_limit(h, sz->survival);
+}

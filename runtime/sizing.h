@@ -1,0 +1,61 @@
+/* Generation sizing and the pause model (docs/collector.md, "Sizing").
+ *
+ * A partial pause is predicted as fixed + cards + copying: a fixed part
+ * (stacks, reclaim), the remembered cards of the set scanned as roots, and
+ * the survivors copied. Each is measured on its own after every pause;
+ * eden is sized so that the prediction stays inside the pause budget, and
+ * old regions join a set at their bytes' and cards' cost. The state is the
+ * collecting thread's, read and written with the world stopped. */
+#ifndef RH_RUNTIME_SIZING_H
+#define RH_RUNTIME_SIZING_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* The shares of gc.pause_budget_ms a partial collection plans for: eden's
+ * survivors are copied in at most YOUNG_SHARE, and with the fixed part and
+ * the cards the young pause keeps within PAUSE_SHARE; old regions add at
+ * most OLD_SHARE; a CSSC's tracers take at most CSSC_SHARE. The rest
+ * absorbs mispredictions: survival jumps when a program starts building
+ * long-lived data. */
+#define RH_SZ_YOUNG_SHARE 0.35
+#define RH_SZ_PAUSE_SHARE 0.5
+#define RH_SZ_OLD_SHARE 0.2
+#define RH_SZ_CSSC_SHARE 0.5
+
+typedef struct rh_sizing {
+	double copy_ns_per_byte;  /* evacuation per surviving byte (marking, copying, fixing) */
+	double card_ns;           /* scanning one remembered card as roots */
+	double cards;             /* cards a partial pause scans, averaged */
+	double fixed_ns;          /* the rest of a partial pause, averaged */
+	double survival;          /* share of eden that survives a partial collection */
+	double last_survival;     /* the last partial collection's */
+	double surv_var;          /* its variance, decaying */
+	double surv_bytes;        /* survivor regions' bytes after a pause, averaged */
+	uint64_t live_after_full; /* bytes marked by the last full collection */
+	double full_growth;       /* old may reach this times live_after_full */
+	bool full_due;            /* the old generation outgrew its bound: next pause is full */
+	uint32_t tenure;          /* survivors are promoted at this age (1 .. RH_TENURE) */
+	uint32_t probe;           /* pauses until a promoting tenure is measured again */
+} rh_sizing;
+
+typedef struct rh_heap rh_heap;
+typedef struct rh_gc rh_gc;
+
+/* Before the first collection. */
+void rh_sizing_init(rh_heap *h);
+/* After a collection's reclaim: measure it, then size eden, the warm pool
+ * and the tenure age for the next. */
+void rh_sizing_after(rh_gc *g);
+/* Bytes in old and humongous regions. */
+uint64_t rh_sizing_old_used(const rh_heap *h);
+/* Whether the partial collection due now is better done as a full one. */
+bool rh_sizing_full_foreseen(const rh_heap *h);
+/* Whether free space is low enough that a concurrent cycle should start
+ * now, to find the old generation's garbage before a full collection is
+ * forced (sizing.C1). */
+bool rh_sizing_mark_due(const rh_heap *h);
+/* Predicted pause time an old region adds to a partial collection. */
+double rh_sizing_old_cost(const rh_heap *h, uint64_t live_bytes, uint64_t cards);
+
+#endif
