@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -22,10 +23,11 @@ static _Noreturn void usage(const char *workload, int code)
 {
 	fprintf(code ? stderr : stdout,
 	        "usage: rh-suite-%s [--size N] [--config FILE] [--json FILE] [--status-dir DIR]\n"
-	        "       [--mode LABEL] [--sample-ms N] [--seed N]\n"
+	        "       [--mode LABEL] [--sample-ms N] [--seed N] [--threads T]\n"
 	        "The heap comes from --config, or from RHEAP_CONFIG (set by `rheapctl run`),\n"
 	        "which wins. --status-dir names the directory of the tracers' status files\n"
-	        "(rheapctl's --state-dir). See docs/benchmarks.md, \"Benchmark suite\".\n",
+	        "(rheapctl's --state-dir). --threads runs T mutator threads (workloads that\n"
+	        "have them). See docs/benchmarks.md, \"Benchmark suite\".\n",
 	        workload);
 	exit(code);
 }
@@ -45,7 +47,11 @@ static uint64_t parse_u64(const char *workload, const char *opt, const char *v)
 
 void rs_init(rs_env *e, const char *workload, uint64_t default_size, int argc, char **argv)
 {
-	*e = (rs_env){.workload = workload, .size = default_size, .seed = 42, .sample_ms = 100};
+	*e = (rs_env){.workload = workload,
+	              .size = default_size,
+	              .seed = 42,
+	              .sample_ms = 100,
+	              .threads = 1};
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (!strcmp(a, "-h") || !strcmp(a, "--help"))
@@ -67,11 +73,18 @@ void rs_init(rs_env *e, const char *workload, uint64_t default_size, int argc, c
 			e->status_dir = v;
 		else if (!strcmp(a, "--mode"))
 			e->mode = v;
+		else if (!strcmp(a, "--threads"))
+			e->threads = (unsigned)parse_u64(workload, a, v);
 		else
 			usage(workload, 2);
 	}
 	if (e->sample_ms == 0)
 		e->sample_ms = 100;
+	if (e->threads < 1 || e->threads > RS_MAX_THREADS) {
+		fprintf(stderr, "rh-suite-%s: --threads must be in 1..%d\n", workload,
+		        RS_MAX_THREADS);
+		exit(2);
+	}
 	const char *env = getenv("RHEAP_CONFIG");
 	if (env && *env)
 		e->config_path = env;
@@ -204,6 +217,8 @@ static void take_sample(rs_env *e)
 	rh_stats_get(e->h, &st);
 	rs_tracers tr;
 	read_tracers(e->status_dir, &tr, 0);
+	rs_mem mem;
+	rs_mem_read(&mem, e->cfg.heap_base, e->cfg.heap_size);
 	rs_sample s = {rs_now_ns() - e->t0_ns,
 	               st.faults,
 	               st.readahead_pages,
@@ -211,8 +226,11 @@ static void take_sample(rs_env *e)
 	               st.bytes_evicted,
 	               st.gc_ns,
 	               st.collections + st.full_collections,
-	               tr.bytes_held};
+	               tr.bytes_held,
+	               mem.rss_anon_kib,
+	               mem.heap_rss_kib};
 	pthread_mutex_lock(&e->lock);
+	rs_mem_max(&e->mem_peak, &mem);
 	if (tr.bytes_held > e->max_tracer_held)
 		e->max_tracer_held = tr.bytes_held;
 	if (e->n_samples == e->cap_samples) {
@@ -302,12 +320,13 @@ static json_t *config_json(const rh_config *c)
 
 static json_t *series_json(const rs_env *e)
 {
-	static const char *const names[] = {"t_ms",          "faults",           "readahead_pages",
-	                                    "bytes_fetched", "bytes_evicted",    "gc_ns",
-	                                    "pauses",        "tracer_bytes_held"};
+	static const char *const names[] = {
+	        "t_ms",  "faults", "readahead_pages",   "bytes_fetched", "bytes_evicted",
+	        "gc_ns", "pauses", "tracer_bytes_held", "rss_anon_kib",  "heap_rss_kib"};
+	enum { N = sizeof names / sizeof names[0] };
 	json_t *o = json_object();
-	json_t *a[8];
-	for (int k = 0; k < 8; k++) {
+	json_t *a[N];
+	for (int k = 0; k < N; k++) {
 		a[k] = json_array();
 		json_object_set_new(o, names[k], a[k]);
 	}
@@ -321,6 +340,8 @@ static json_t *series_json(const rs_env *e)
 		json_array_append_new(a[5], u64(s->gc_ns));
 		json_array_append_new(a[6], u64(s->pauses));
 		json_array_append_new(a[7], u64(s->tracer_bytes_held));
+		json_array_append_new(a[8], u64(s->rss_anon_kib));
+		json_array_append_new(a[9], u64(s->heap_rss_kib));
 	}
 	return o;
 }
@@ -328,6 +349,25 @@ static json_t *series_json(const rs_env *e)
 static double rate_mbps(uint64_t bytes, uint64_t ns)
 {
 	return ns ? (double)bytes * 1e3 / (double)ns : 0.0; /* 10^6 bytes per second */
+}
+
+/* Peaks of the samples (every --sample-ms and one at the end: a peak
+ * between two samples is missed), the cache the config asked for, and
+ * the kernel's own high-water mark of the whole resident set. */
+static json_t *memory_json(const rs_env *e)
+{
+	const rs_mem *p = &e->mem_peak;
+	uint64_t cache = e->cfg.n_servers
+	                         ? (uint64_t)((double)e->cfg.heap_size * e->cfg.cache_fraction)
+	                         : e->cfg.heap_size;
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "peak_rss_anon_kib",
+	                 u64(p->rss_anon_kib), "peak_heap_rss_kib", u64(p->heap_rss_kib),
+	                 "peak_nonheap_anon_kib", u64(p->nonheap_anon_kib), "peak_rss_shmem_kib",
+	                 u64(p->rss_shmem_kib), "peak_rss_file_kib", u64(p->rss_file_kib),
+	                 "cache_kib", u64(cache / 1024), "max_rss_kib", u64((uint64_t)ru.ru_maxrss),
+	                 "major_faults", u64((uint64_t)ru.ru_majflt));
 }
 
 static json_t *result_json(rs_env *e, const rh_stats *st, const rs_tracers *tr)
@@ -338,6 +378,7 @@ static json_t *result_json(rs_env *e, const rh_stats *st, const rs_tracers *tr)
 	json_object_set_new(o, "mode", json_string(e->mode ? e->mode : ""));
 	json_object_set_new(o, "size", u64(e->size));
 	json_object_set_new(o, "seed", u64(e->seed));
+	json_object_set_new(o, "threads", u64(e->threads));
 	json_object_set_new(o, "ok", json_boolean(e->ok));
 	json_object_set_new(o, "checksum", u64(e->checksum));
 	json_object_set_new(o, "config", config_json(&e->cfg));
@@ -384,6 +425,7 @@ static json_t *result_json(rs_env *e, const rh_stats *st, const rs_tracers *tr)
 		                                    (double)p->dur_ns / 1e6, p->full, p->remote));
 	}
 	json_object_set_new(o, "pause_list", pl);
+	json_object_set_new(o, "memory", memory_json(e));
 	json_object_set_new(o, "samples", series_json(e));
 	char *raw = rh_stats_json(e->h);
 	json_t *rs = raw ? json_loads(raw, 0, NULL) : NULL;
@@ -437,4 +479,41 @@ int rs_finish(rs_env *e, uint64_t checksum, bool ok)
 	if (!ok)
 		fprintf(stderr, "rh-suite-%s: result check FAILED\n", e->workload);
 	return ok ? rc : 1;
+}
+
+typedef struct worker {
+	rs_env *e;
+	rs_thread_fn fn;
+	void *arg;
+	unsigned index;
+	pthread_t tid;
+} worker;
+
+static void *worker_main(void *p)
+{
+	worker *w = p;
+	rh_error err = {0};
+	rh_mutator *m = rh_mutator_attach(w->e->h, &err);
+	if (!m)
+		die("cannot attach a worker's mutator", &err);
+	w->fn(w->e, m, w->index, w->arg);
+	rh_mutator_detach(m);
+	return NULL;
+}
+
+void rs_run_threads(rs_env *e, rs_thread_fn fn, void *arg)
+{
+	worker w[RS_MAX_THREADS];
+	for (unsigned i = 1; i < e->threads; i++) {
+		w[i] = (worker){e, fn, arg, i, 0};
+		if (pthread_create(&w[i].tid, NULL, worker_main, &w[i]) != 0) {
+			fprintf(stderr, "rh-suite: cannot start mutator thread %u\n", i);
+			exit(1);
+		}
+	}
+	fn(e, e->m, 0, arg);
+	rh_mutator_park(e->m);
+	for (unsigned i = 1; i < e->threads; i++)
+		pthread_join(w[i].tid, NULL);
+	rh_mutator_unpark(e->m);
 }

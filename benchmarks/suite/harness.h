@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "memory.h"
 #include "rheap/rheap.h"
 
 /* One stop-the-world pause, from its first event to its last. */
@@ -26,6 +27,7 @@ typedef struct rs_sample {
 	uint64_t t_ns; /* since the run started */
 	uint64_t faults, readahead_pages, bytes_fetched, bytes_evicted, gc_ns, pauses;
 	uint64_t tracer_bytes_held;
+	uint64_t rss_anon_kib, heap_rss_kib; /* memory.h */
 } rs_sample;
 
 /* Sums over the tracers' status files (docs/operations.md). */
@@ -35,6 +37,7 @@ typedef struct rs_tracers {
 } rs_tracers;
 
 #define RS_MAX_PAUSES 65536
+#define RS_MAX_THREADS 64
 
 typedef struct rs_env {
 	const char *workload;
@@ -45,6 +48,7 @@ typedef struct rs_env {
 	const char *status_dir;  /* the tracers' status files; NULL if none */
 	const char *mode;        /* the driver's label, copied to the JSON */
 	uint64_t sample_ms;
+	unsigned threads; /* mutator threads, --threads (rs_run_threads) */
 	rh_config cfg;
 	rh_heap *h;
 	rh_mutator *m;
@@ -64,6 +68,7 @@ typedef struct rs_env {
 	rs_sample *samples;
 	size_t n_samples, cap_samples;
 	uint64_t max_tracer_held;
+	rs_mem mem_peak; /* field-wise maxima over the samples */
 
 	uint64_t t0_ns, t1_ns;
 	uint64_t checksum;
@@ -72,8 +77,8 @@ typedef struct rs_env {
 
 uint64_t rs_now_ns(void);
 
-/* Parses the common options plus --size (default_size when absent); exits
- * with usage on a bad option. */
+/* Parses the common options plus --size (default_size when absent) and
+ * --threads (default 1); exits with usage on a bad option. */
 void rs_init(rs_env *e, const char *workload, uint64_t default_size, int argc, char **argv);
 /* Opens the heap; exits with rheap's message on failure. */
 void rs_open(rs_env *e);
@@ -84,6 +89,12 @@ void rs_start(rs_env *e);
 /* Stops the clock and the sampler, reads the tracers, writes the JSON,
  * closes the heap. Returns the process exit code (1 when !ok). */
 int rs_finish(rs_env *e, uint64_t checksum, bool ok);
+/* Runs fn on e->threads threads, each with its own mutator (index 0 on
+ * the calling thread with e->m, the others attached here), and returns
+ * when all have finished. The caller's mutator is parked while it waits,
+ * so it never holds up the others' collections. */
+typedef void (*rs_thread_fn)(rs_env *e, rh_mutator *m, unsigned index, void *arg);
+void rs_run_threads(rs_env *e, rs_thread_fn fn, void *arg);
 /* A progress line on stderr, prefixed with the workload and elapsed time. */
 void rs_progress(const rs_env *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 _Noreturn void rs_oom(void);
