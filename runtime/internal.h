@@ -171,7 +171,8 @@ struct rh_heap {
 	/* Disaggregated heaps only. */
 	rh_remote *remote;
 	rh_swap *swap;
-	uint32_t *freed; /* regions released in this collection, for FREE */
+	uint32_t *freed; /* regions released in this collection: FREE to the tracers, or
+	                  * pages to drop on a local heap (region.P1) */
 	size_t n_freed;
 	rh_fatal_fn fatal_fn;
 	void *fatal_data;
@@ -243,6 +244,11 @@ static inline uint32_t rh_card_region(const rh_heap *h, uint64_t card)
 }
 /* Drop the cards that lie in freed regions (stale) and recount them. */
 void rh_remsets_drop_freed(rh_heap *h);
+static inline int rh_cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return (x > y) - (x < y);
+}
 static inline int rh_cmp_addr(const void *a, const void *b)
 {
 	uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
