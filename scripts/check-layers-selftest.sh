@@ -2,8 +2,9 @@
 # Shows that scripts/check-layers.sh catches what it is for: on a scratch
 # copy of the tree it must pass, then fail, naming the file, the line and
 # the arrow, on each of these added one at a time: a forbidden #include, a
-# forbidden library in a meson.build, a forbidden meson path, and a
-# directory that belongs to no unit.
+# forbidden library in a meson.build, a forbidden meson path, a directory
+# that belongs to no unit, and (given a C compiler) a forbidden call in a
+# build directory's objects.
 #
 # usage: scripts/check-layers-selftest.sh [ROOT]
 set -euo pipefail
@@ -11,6 +12,7 @@ root=${1:-"$(cd "$(dirname "$0")/.." && pwd)"}
 work=$(mktemp -d "${TMPDIR:-/tmp}/rheap-layers.XXXXXX")
 trap 'rm -rf "$work"' EXIT INT TERM
 failed=0
+build_args=()
 
 # The sources, the meson.build files and the checker, as the checker sees
 # them (no hidden or build directories), copied once; fresh() restores it.
@@ -26,7 +28,7 @@ fresh() {
 
 # expect NAME PATTERN: the checker fails and prints PATTERN.
 expect() {
-	if out=$("$work/tree/scripts/check-layers.sh" "$work/tree" 2>&1); then
+	if out=$("$work/tree/scripts/check-layers.sh" "${build_args[@]}" "$work/tree" 2>&1); then
 		echo "not ok: $1: the checker passed"
 		failed=1
 	elif ! grep -q -- "$2" <<<"$out"; then
@@ -72,5 +74,21 @@ fresh
 mkdir "$work/tree/newlayer"
 echo 'int x;' >"$work/tree/newlayer/a.c"
 expect "undeclared directory" 'newlayer/a.c: belongs to no unit'
+
+fresh
+# A call with no include behind it: gc/ calling the transport through a
+# declaration of its own, in a build directory of two objects.
+if command -v cc >/dev/null; then
+	mkdir -p "$work/build/gc/librh_gc.a.p" "$work/build/transport/librh_transport.a.p"
+	echo 'void rh_tp_read(void); void f(void) { rh_tp_read(); }' >"$work/call.c"
+	echo 'void rh_tp_read(void) {}' >"$work/def.c"
+	cc -c "$work/call.c" -o "$work/build/gc/librh_gc.a.p/mark.c.o"
+	cc -c "$work/def.c" -o "$work/build/transport/librh_transport.a.p/transport.c.o"
+	build_args=(--build "$work/build")
+	expect "call" 'gc/librh_gc.a.p/mark.c.o: gc -> transport is not declared.*calls rh_tp_read'
+	build_args=()
+else
+	echo "skip: call: no cc"
+fi
 
 exit $failed

@@ -5,20 +5,29 @@
 # ('../../x/y.c') into another unit. Every failure names the file, the line
 # and the arrow. Reads sources only, so CI runs it before any build.
 #
-# usage: scripts/check-layers.sh [--unused] [ROOT]
+# usage: scripts/check-layers.sh [--unused] [--build BUILD] [ROOT]
 #   ROOT      the source tree (default: this script's checkout)
 #   --unused  also list declared arrows that nothing uses (no failure)
+#   --build   also check calls: every object file of the build directory
+#             BUILD may refer only to symbols its unit may use (the
+#             functions librheap.so exports count as include/'s, the
+#             public API). Objects compiled from another unit's sources
+#             (tests/fuzz) are left to the meson path check.
 set -euo pipefail
-unused=0
-if [ "${1:-}" = --unused ]; then
-	unused=1
+unused=0 build=
+while [ $# -gt 0 ]; do
+	case $1 in
+	--unused) unused=1 ;;
+	--build) build=$2; shift ;;
+	*) break ;;
+	esac
 	shift
-fi
+done
 root=${1:-"$(cd "$(dirname "$0")/.." && pwd)"}
-exec python3 - "$root" "$unused" <<'PY'
-import os, re, sys
+exec python3 - "$root" "$unused" "$build" <<'PY'
+import os, re, subprocess, sys
 
-root, want_unused = sys.argv[1], sys.argv[2] == "1"
+root, want_unused, build = sys.argv[1], sys.argv[2] == "1", sys.argv[3]
 layers_path = os.path.join(root, "scripts", "layers.txt")
 errors = []
 
@@ -162,6 +171,44 @@ for rel, ts in toks.items():
             if not path.startswith(".."):
                 arrow(where, src, unit_of(path), f"path {t}")
 
+# --- calls, from the objects of a build ----------------------------------------
+def nm(args, files):
+    """(file, symbol) pairs from nm -A over files, in batches."""
+    out = []
+    for i in range(0, len(files), 200):
+        r = subprocess.run(["nm", "-A"] + args + files[i:i + 200], capture_output=True,
+                           text=True, check=True)
+        for line in r.stdout.splitlines():
+            f, _, rest = line.partition(":")
+            if rest.split():
+                out.append((f, rest.split()[-1]))
+    return out
+
+n_objects = 0
+if build:
+    objects = {}  # object file -> unit
+    for d, dirs, files in os.walk(build):
+        dirs[:] = [x for x in dirs if x != "meson-private"]
+        if not d.endswith(".p"):
+            continue
+        unit = unit_of(os.path.relpath(os.path.dirname(d), build))
+        for name in files:
+            # ".._.._x_y.c.o" is a source of another directory, compiled here.
+            if name.endswith(".o") and not name.startswith(".._") and unit:
+                objects[os.path.join(d, name)] = unit
+    n_objects = len(objects)
+    owners = {}
+    for f, sym in nm(["-g", "--defined-only"], sorted(objects)):
+        owners.setdefault(sym, set()).add(objects[f])
+    api = os.path.join(build, "runtime", "librheap.so")
+    if os.path.exists(api):
+        for _, sym in nm(["-D", "--defined-only"], [api]):
+            owners[sym] = {"include"}
+    for f, sym in nm(["-u"], sorted(objects)):
+        dst = owners.get(sym, set())
+        if len(dst) == 1:  # defined once (main and the like are not calls)
+            arrow(os.path.relpath(f, build), objects[f], next(iter(dst)), f"calls {sym}")
+
 if want_unused:
     for u in sorted(allowed):
         for t in sorted(allowed[u]):
@@ -171,6 +218,7 @@ for e in errors:
     print(f"layers: {e}")
 if errors:
     sys.exit(1)
-print(f"layers: {len(sources)} sources and {len(mesons)} meson.build files, "
-      f"{len(used)} arrows used, all declared")
+print(f"layers: {len(sources)} sources, {len(mesons)} meson.build files"
+      + (f", {n_objects} objects" if build else "")
+      + f", {len(used)} arrows used, all declared")
 PY
