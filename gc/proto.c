@@ -1,3 +1,10 @@
+/* The control-path codec (docs/protocol.md). Every message's byte layout
+ * is declared once, in the table below; rh_msg_encode, rh_msg_decode and
+ * the element accessors all walk it, so they cannot disagree. What the
+ * table cannot say (flag sets, kinds, alignment, distinct regions) is
+ * checked per type after the layout, in check(). */
+#include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,319 +46,427 @@ static uint64_t get64(const uint8_t *p)
 	return v;
 }
 
+/* --- The table -------------------------------------------------------------
+ *
+ * A field is a little-endian integer of 1, 2, 4 or 8 bytes on the wire, read
+ * from and written to a member of a host struct; Z32 is a reserved u32,
+ * zero on the wire and in no struct. */
+enum { U8 = 1, U16 = 2, U32 = 4, U64 = 8, Z32 = 0x14 };
+#define WIDTH(k) ((k)&0xf)
+
+typedef struct field {
+	uint8_t kind;
+	uint8_t host; /* sizeof the member */
+	uint16_t off; /* offsetof the member */
+} field;
+
+#define F(k, T, m)                                                                                 \
+	{                                                                                          \
+		k, sizeof(((T *)0)->m), offsetof(T, m)                                             \
+	}
+#define RESERVED                                                                                   \
+	{                                                                                          \
+		Z32, 0, 0                                                                          \
+	}
+
+/* An element of an array: its fields, and the host struct they fill. */
+typedef struct elem {
+	const field *f;
+	uint8_t n;
+	uint16_t stride;   /* sizeof the host struct (or scalar) */
+	const char *label; /* what the first field names, for messages */
+} elem;
+
+#define ELEM(T, label, ...)                                                                        \
+	static const field T##_fields[] = {__VA_ARGS__};                                           \
+	static const elem T##_elem = {T##_fields, sizeof T##_fields / sizeof T##_fields[0],        \
+	                              sizeof(T), label}
+
+typedef uint8_t byte;
+typedef uint32_t word32;
+typedef uint64_t word64;
+ELEM(byte, "", {U8, 1, 0});
+ELEM(word32, "", {U32, 4, 0});
+ELEM(word64, "", {U64, 8, 0});
+ELEM(rh_region_desc, "region", F(U32, rh_region_desc, region), F(U32, rh_region_desc, ident),
+     F(U32, rh_region_desc, top), F(U8, rh_region_desc, kind), F(U8, rh_region_desc, evicted_pct),
+     F(U16, rh_region_desc, survivals));
+ELEM(rh_marked_desc, "region", F(U32, rh_marked_desc, region), F(U32, rh_marked_desc, ident),
+     F(U32, rh_marked_desc, top), F(U32, rh_marked_desc, objects),
+     F(U64, rh_marked_desc, live_bytes));
+ELEM(rh_ref_pair, "slot", F(U64, rh_ref_pair, slot), F(U64, rh_ref_pair, value));
+ELEM(rh_evac_src, "region", F(U32, rh_evac_src, region), F(U32, rh_evac_src, status),
+     F(U64, rh_evac_src, live_bytes));
+ELEM(rh_evac_dst, "region", F(U32, rh_evac_dst, region), F(U32, rh_evac_dst, top));
+ELEM(rh_region_live, "region", F(U32, rh_region_live, region), RESERVED,
+     F(U64, rh_region_live, live_bytes));
+ELEM(rh_slot_write, "slot", F(U64, rh_slot_write, slot), F(U64, rh_slot_write, old),
+     F(U64, rh_slot_write, value));
+ELEM(rh_fix_ent, "kind", F(U32, rh_fix_ent, kind), F(U32, rh_fix_ent, region),
+     F(U64, rh_fix_ent, addr), F(U64, rh_fix_ent, value));
+
+/* An array after the fixed fields: `count` (plus `count2`, when not
+ * NO_COUNT) elements, pointed to by the member at `ptr`: host structs when
+ * encoding, the wire bytes once decoded (read them with the accessors). */
+#define NO_COUNT 0xffff
+typedef struct array {
+	const elem *e;
+	uint16_t count, count2, ptr;
+	const char *noun;
+} array;
+
+typedef struct layout {
+	const char *name;
+	const field *f;
+	uint8_t n;
+	uint8_t n_arrays;
+	array a[3];
+	uint8_t text; /* ERROR: a u32 length and that many bytes of text follow the
+	               * fields, held inline in the host struct */
+} layout;
+
+#define FIELDS(...)                                                                                \
+	.f = (const field[]){__VA_ARGS__}, .n = sizeof((const field[]){__VA_ARGS__}) / sizeof(field)
+#define NO_FIELDS .f = NULL, .n = 0
+#define ARRAYS(k, ...) .n_arrays = k, .a = {__VA_ARGS__}
+#define ARR(E, T, cnt, p, noun)                                                                    \
+	{                                                                                          \
+		&E##_elem, offsetof(T, cnt), NO_COUNT, offsetof(T, p), noun                        \
+	}
+#define ARR2(E, T, c1, c2, p, noun)                                                                \
+	{                                                                                          \
+		&E##_elem, offsetof(T, c1), offsetof(T, c2), offsetof(T, p), noun                  \
+	}
+
+/* Every message of version 3; docs/protocol.md describes the same layouts. */
+static const layout layouts[RH_MSG_TYPE_MAX + 1] = {
+        [RH_MSG_HELLO] = {.name = "HELLO",
+                          FIELDS(F(U32, rh_msg_hello, partition), F(U32, rh_msg_hello, types_len),
+                                 F(U64, rh_msg_hello, heap_base), F(U64, rh_msg_hello, heap_size),
+                                 F(U64, rh_msg_hello, region_size), F(U64, rh_msg_hello, part_base),
+                                 F(U64, rh_msg_hello, part_size))},
+        [RH_MSG_TYPES] = {.name = "TYPES",
+                          FIELDS(F(U32, rh_msg_types, offset), F(U32, rh_msg_types, total),
+                                 F(U32, rh_msg_types, len)),
+                          ARRAYS(1, ARR(byte, rh_msg_types, len, bytes, "bytes"))},
+        [RH_MSG_HELLO_OK] = {.name = "HELLO_OK",
+                             FIELDS(F(U64, rh_msg_hello_ok, meta_base),
+                                    F(U64, rh_msg_hello_ok, meta_size),
+                                    F(U32, rh_msg_hello_ok, pid))},
+        [RH_MSG_ERROR] = {.name = "ERROR", FIELDS(F(U32, rh_msg_error, code)), .text = 1},
+        [RH_MSG_FREE] = {.name = "FREE",
+                         FIELDS(F(U32, rh_msg_free, n)),
+                         ARRAYS(1, ARR(word32, rh_msg_free, n, regions, "regions"))},
+        [RH_MSG_PING] = {.name = "PING",
+                         FIELDS(F(U64, rh_msg_ping, seq), F(U64, rh_msg_ping, time_ns))},
+        [RH_MSG_PONG] = {.name = "PONG",
+                         FIELDS(F(U64, rh_msg_ping, seq), F(U64, rh_msg_ping, time_ns))},
+        [RH_MSG_BYE] = {.name = "BYE", NO_FIELDS},
+        [RH_MSG_FREE_OK] = {.name = "FREE_OK", NO_FIELDS},
+        [RH_MSG_REGIONS] = {.name = "REGIONS",
+                            FIELDS(F(U64, rh_msg_regions, epoch), F(U32, rh_msg_regions, flags),
+                                   F(U32, rh_msg_regions, n)),
+                            ARRAYS(1, ARR(rh_region_desc, rh_msg_regions, n, ents, "entries"))},
+        [RH_MSG_ROOTS] = {.name = "ROOTS",
+                          FIELDS(F(U32, rh_msg_roots, region), F(U32, rh_msg_roots, flags),
+                                 F(U32, rh_msg_roots, n)),
+                          ARRAYS(1, ARR(word32, rh_msg_roots, n, offs, "roots"))},
+        [RH_MSG_MARKED] = {.name = "MARKED",
+                           FIELDS(F(U32, rh_msg_marked, n)),
+                           ARRAYS(1, ARR(rh_marked_desc, rh_msg_marked, n, ents, "entries"))},
+        [RH_MSG_EVACUATE] = {.name = "EVACUATE",
+                             FIELDS(F(U64, rh_msg_evacuate, id), F(U32, rh_msg_evacuate, flags),
+                                    F(U32, rh_msg_evacuate, n_src), F(U32, rh_msg_evacuate, n_dst)),
+                             ARRAYS(1, ARR2(word32, rh_msg_evacuate, n_src, n_dst, regions,
+                                            "sources and destinations"))},
+        [RH_MSG_EVAC_REFS] = {.name = "EVAC_REFS",
+                              FIELDS(F(U64, rh_msg_evac_refs, id), F(U32, rh_msg_evac_refs, n)),
+                              ARRAYS(1, ARR(rh_ref_pair, rh_msg_evac_refs, n, pairs, "pairs"))},
+        [RH_MSG_EVACUATED] = {.name = "EVACUATED",
+                              FIELDS(F(U64, rh_msg_evacuated, id), F(U32, rh_msg_evacuated, n_src),
+                                     F(U32, rh_msg_evacuated, n_dst),
+                                     F(U64, rh_msg_evacuated, remark_ns),
+                                     F(U64, rh_msg_evacuated, evac_ns),
+                                     F(U64, rh_msg_evacuated, bytes_copied),
+                                     F(U64, rh_msg_evacuated, objects_copied),
+                                     F(U64, rh_msg_evacuated, pages_rescanned)),
+                              ARRAYS(2, ARR(rh_evac_src, rh_msg_evacuated, n_src, src, "sources"),
+                                     ARR(rh_evac_dst, rh_msg_evacuated, n_dst, dst,
+                                         "destinations"))},
+        [RH_MSG_MARK_REFS] = {.name = "MARK_REFS",
+                              FIELDS(F(U32, rh_msg_mark_refs, partition),
+                                     F(U32, rh_msg_mark_refs, flags), F(U32, rh_msg_mark_refs, n)),
+                              ARRAYS(1, ARR(word64, rh_msg_mark_refs, n, addrs, "addresses"))},
+        [RH_MSG_MARK_ACK] = {.name = "MARK_ACK", FIELDS(F(U32, rh_msg_mark_ack, batches))},
+        [RH_MSG_FULL] = {.name = "FULL",
+                         FIELDS(F(U64, rh_msg_full, id), F(U32, rh_msg_full, phase), RESERVED)},
+        [RH_MSG_FULL_DONE] = {.name = "FULL_DONE",
+                              FIELDS(F(U64, rh_msg_full_done, id),
+                                     F(U64, rh_msg_full_done, bytes_marked),
+                                     F(U64, rh_msg_full_done, mark_ns),
+                                     F(U32, rh_msg_full_done, flags), F(U32, rh_msg_full_done, n)),
+                              ARRAYS(1, ARR(rh_region_live, rh_msg_full_done, n, ents, "entries"))},
+        [RH_MSG_FIX_CARDS] =
+                {
+                        .name = "FIX_CARDS",
+                        FIELDS(F(U64, rh_msg_fix_cards, id), F(U32, rh_msg_fix_cards, n_moved),
+                               F(U32, rh_msg_fix_cards, n_cards),
+                               F(U32, rh_msg_fix_cards, n_writes), RESERVED),
+                        ARRAYS(3, ARR(word64, rh_msg_fix_cards, n_cards, cards, "cards"),
+                               ARR(rh_slot_write, rh_msg_fix_cards, n_writes, writes, "writes"),
+                               ARR(word32, rh_msg_fix_cards, n_moved, moved, "moved regions"))},
+        [RH_MSG_CARDS_FIXED] = {.name = "CARDS_FIXED",
+                                FIELDS(F(U64, rh_msg_cards_fixed, id),
+                                       F(U32, rh_msg_cards_fixed, flags),
+                                       F(U32, rh_msg_cards_fixed, n)),
+                                ARRAYS(1, ARR(rh_fix_ent, rh_msg_cards_fixed, n, ents, "entries"))},
+};
+
 const char *rh_msg_type_name(unsigned type)
 {
-	static const char *const names[] = {
-	        "?",      "HELLO",     "TYPES",     "HELLO_OK",   "ERROR",     "FREE",
-	        "PING",   "PONG",      "BYE",       "FREE_OK",    "REGIONS",   "ROOTS",
-	        "MARKED", "EVACUATE",  "EVAC_REFS", "EVACUATED",  "MARK_REFS", "MARK_ACK",
-	        "FULL",   "FULL_DONE", "FIX_CARDS", "CARDS_FIXED"};
-	_Static_assert(sizeof names / sizeof names[0] == RH_MSG_TYPE_MAX + 1,
-	               "a name for every message type");
-	return type <= RH_MSG_TYPE_MAX ? names[type] : "?";
+	return type >= 1 && type <= RH_MSG_TYPE_MAX ? layouts[type].name : "?";
+}
+
+/* --- Walking it ------------------------------------------------------------- */
+
+static size_t fixed_size(const field *f, unsigned n)
+{
+	size_t s = 0;
+	for (unsigned i = 0; i < n; i++)
+		s += WIDTH(f[i].kind);
+	return s;
+}
+
+static size_t elem_size(const elem *e)
+{
+	return fixed_size(e->f, e->n);
+}
+
+static uint64_t host_get(const void *base, const field *f)
+{
+	const uint8_t *p = (const uint8_t *)base + f->off;
+	switch (f->host) {
+	case 1:
+		return *p;
+	case 2:
+		return *(const uint16_t *)(const void *)p;
+	case 4:
+		return *(const uint32_t *)(const void *)p;
+	case 8:
+		return *(const uint64_t *)(const void *)p;
+	}
+	return 0; /* RESERVED */
+}
+
+static void host_set(void *base, const field *f, uint64_t v)
+{
+	uint8_t *p = (uint8_t *)base + f->off;
+	switch (f->host) {
+	case 1:
+		*p = (uint8_t)v;
+		break;
+	case 2:
+		*(uint16_t *)(void *)p = (uint16_t)v;
+		break;
+	case 4:
+		*(uint32_t *)(void *)p = (uint32_t)v;
+		break;
+	case 8:
+		*(uint64_t *)(void *)p = v;
+		break;
+	}
+}
+
+static void wire_put(uint8_t *p, unsigned kind, uint64_t v)
+{
+	switch (WIDTH(kind)) {
+	case 1:
+		*p = (uint8_t)v;
+		break;
+	case 2:
+		put16(p, (uint16_t)v);
+		break;
+	case 4:
+		put32(p, kind == Z32 ? 0 : (uint32_t)v);
+		break;
+	case 8:
+		put64(p, v);
+		break;
+	}
+}
+
+static uint64_t wire_get(const uint8_t *p, unsigned kind)
+{
+	switch (WIDTH(kind)) {
+	case 1:
+		return *p;
+	case 2:
+		return get16(p);
+	case 4:
+		return get32(p);
+	}
+	return get64(p);
+}
+
+/* Write fields from host struct s to p; returns the bytes written. */
+static size_t put_fields(uint8_t *p, const field *f, unsigned n, const void *s)
+{
+	size_t off = 0;
+	for (unsigned i = 0; i < n; i++) {
+		wire_put(p + off, f[i].kind, host_get(s, &f[i]));
+		off += WIDTH(f[i].kind);
+	}
+	return off;
+}
+
+/* Read fields from p into host struct s (if not NULL). The first reserved
+ * field that is not zero is returned through *bad (its offset + 1). */
+static size_t get_fields(const uint8_t *p, const field *f, unsigned n, void *s, size_t *bad)
+{
+	size_t off = 0;
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t v = wire_get(p + off, f[i].kind);
+		if (f[i].kind == Z32) {
+			if (v && bad && !*bad)
+				*bad = off + 1;
+		} else if (s) {
+			host_set(s, &f[i], v);
+		}
+		off += WIDTH(f[i].kind);
+	}
+	return off;
+}
+
+static uint64_t count_of(const void *s, const array *a)
+{
+	uint64_t n = *(const uint32_t *)(const void *)((const uint8_t *)s + a->count);
+	if (a->count2 != NO_COUNT)
+		n += *(const uint32_t *)(const void *)((const uint8_t *)s + a->count2);
+	return n;
+}
+
+static const void *ptr_get(const void *s, const array *a)
+{
+	const void *v;
+	memcpy(&v, (const uint8_t *)s + a->ptr, sizeof v);
+	return v;
+}
+
+static void ptr_set(void *s, const array *a, const void *v)
+{
+	memcpy((uint8_t *)s + a->ptr, &v, sizeof v);
+}
+
+/* Element i of a decoded array into its host struct. */
+static void elem_get(const elem *e, const void *wire, uint32_t i, void *out)
+{
+	get_fields((const uint8_t *)wire + elem_size(e) * (size_t)i, e->f, e->n, out, NULL);
+}
+
+/* The payload a message needs, in 64 bits (counts are peer-controlled). */
+static uint64_t payload_size(const layout *l, const void *s, size_t text)
+{
+	uint64_t want = fixed_size(l->f, l->n) + (l->text ? 4 + text : 0);
+	for (unsigned k = 0; k < l->n_arrays; k++)
+		want += count_of(s, &l->a[k]) * elem_size(l->a[k].e);
+	return want;
 }
 
 size_t rh_msg_encode(const rh_msg *m, uint8_t *buf, size_t cap)
 {
-	uint8_t *p = buf + RH_PROTO_HDR;
-	size_t len;
-	switch (m->type) {
-	case RH_MSG_HELLO:
-		len = 48;
-		if (cap < RH_PROTO_HDR + len)
-			return 0;
-		put32(p, m->u.hello.partition);
-		put32(p + 4, m->u.hello.types_len);
-		put64(p + 8, m->u.hello.heap_base);
-		put64(p + 16, m->u.hello.heap_size);
-		put64(p + 24, m->u.hello.region_size);
-		put64(p + 32, m->u.hello.part_base);
-		put64(p + 40, m->u.hello.part_size);
-		break;
-	case RH_MSG_TYPES:
-		len = 12 + (size_t)m->u.types.len;
-		if (cap < RH_PROTO_HDR + len || m->u.types.len > RH_PROTO_CHUNK)
-			return 0;
-		put32(p, m->u.types.offset);
-		put32(p + 4, m->u.types.total);
-		put32(p + 8, m->u.types.len);
-		memcpy(p + 12, m->u.types.bytes, m->u.types.len);
-		break;
-	case RH_MSG_HELLO_OK:
-		len = 20;
-		if (cap < RH_PROTO_HDR + len)
-			return 0;
-		put64(p, m->u.hello_ok.meta_base);
-		put64(p + 8, m->u.hello_ok.meta_size);
-		put32(p + 16, m->u.hello_ok.pid);
-		break;
-	case RH_MSG_ERROR: {
-		size_t n = strnlen(m->u.error.text, sizeof m->u.error.text - 1);
-		len = 8 + n;
-		if (cap < RH_PROTO_HDR + len)
-			return 0;
-		put32(p, m->u.error.code);
-		put32(p + 4, (uint32_t)n);
-		memcpy(p + 8, m->u.error.text, n);
-		break;
-	}
-	case RH_MSG_FREE: {
-		if (m->u.free.n > RH_PROTO_MAX_FREE)
-			return 0;
-		len = 4 + 4 * (size_t)m->u.free.n;
-		if (cap < RH_PROTO_HDR + len)
-			return 0;
-		put32(p, m->u.free.n);
-		const uint32_t *r = (const uint32_t *)(const void *)m->u.free.regions;
-		for (uint32_t i = 0; i < m->u.free.n; i++)
-			put32(p + 4 + 4 * i, r[i]);
-		break;
-	}
-	case RH_MSG_PING:
-	case RH_MSG_PONG:
-		len = 16;
-		if (cap < RH_PROTO_HDR + len)
-			return 0;
-		put64(p, m->u.ping.seq);
-		put64(p + 8, m->u.ping.time_ns);
-		break;
-	case RH_MSG_BYE:
-	case RH_MSG_FREE_OK:
-		len = 0;
-		if (cap < RH_PROTO_HDR)
-			return 0;
-		break;
-	case RH_MSG_REGIONS: {
-		const rh_msg_regions *r = &m->u.regions;
-		if (r->n > RH_REGIONS_MAX)
-			return 0;
-		len = 16 + 16 * (size_t)r->n;
-		if (cap < RH_PROTO_HDR + len)
-			return 0;
-		put64(p, r->epoch);
-		put32(p + 8, r->flags);
-		put32(p + 12, r->n);
-		const rh_region_desc *d = r->ents;
-		for (uint32_t i = 0; i < r->n; i++) {
-			uint8_t *q = p + 16 + 16 * (size_t)i;
-			put32(q, d[i].region);
-			put32(q + 4, d[i].ident);
-			put32(q + 8, d[i].top);
-			q[12] = d[i].kind;
-			q[13] = d[i].evicted_pct;
-			put16(q + 14, d[i].survivals);
-		}
-		break;
-	}
-	case RH_MSG_ROOTS: {
-		const rh_msg_roots *r = &m->u.roots;
-		if (r->n > RH_ROOTS_MAX)
-			return 0;
-		len = 12 + 4 * (size_t)r->n;
-		if (cap < RH_PROTO_HDR + len)
-			return 0;
-		put32(p, r->region);
-		put32(p + 4, r->flags);
-		put32(p + 8, r->n);
-		const uint32_t *o = r->offs;
-		for (uint32_t i = 0; i < r->n; i++)
-			put32(p + 12 + 4 * (size_t)i, o[i]);
-		break;
-	}
-	case RH_MSG_MARKED: {
-		const rh_msg_marked *k = &m->u.marked;
-		if (k->n > RH_MARKED_MAX)
-			return 0;
-		len = 4 + 24 * (size_t)k->n;
-		if (cap < RH_PROTO_HDR + len)
-			return 0;
-		put32(p, k->n);
-		const rh_marked_desc *d = k->ents;
-		for (uint32_t i = 0; i < k->n; i++) {
-			uint8_t *q = p + 4 + 24 * (size_t)i;
-			put32(q, d[i].region);
-			put32(q + 4, d[i].ident);
-			put32(q + 8, d[i].top);
-			put32(q + 12, d[i].objects);
-			put64(q + 16, d[i].live_bytes);
-		}
-		break;
-	}
-	case RH_MSG_EVACUATE: {
-		const rh_msg_evacuate *e = &m->u.evacuate;
-		uint64_t n = (uint64_t)e->n_src + e->n_dst;
-		if (n > RH_EVACUATE_MAX)
-			return 0;
-		len = 20 + 4 * (size_t)n;
-		if (cap < RH_PROTO_HDR + len)
-			return 0;
-		put64(p, e->id);
-		put32(p + 8, e->flags);
-		put32(p + 12, e->n_src);
-		put32(p + 16, e->n_dst);
-		const uint32_t *r = e->regions;
-		for (size_t i = 0; i < n; i++)
-			put32(p + 20 + 4 * i, r[i]);
-		break;
-	}
-	case RH_MSG_EVAC_REFS: {
-		const rh_msg_evac_refs *x = &m->u.evac_refs;
-		if (x->n > RH_EVAC_REFS_MAX)
-			return 0;
-		len = 12 + 16 * (size_t)x->n;
-		if (cap < RH_PROTO_HDR + len)
-			return 0;
-		put64(p, x->id);
-		put32(p + 8, x->n);
-		const rh_ref_pair *pr = x->pairs;
-		for (uint32_t i = 0; i < x->n; i++) {
-			put64(p + 12 + 16 * (size_t)i, pr[i].slot);
-			put64(p + 20 + 16 * (size_t)i, pr[i].value);
-		}
-		break;
-	}
-	case RH_MSG_EVACUATED: {
-		const rh_msg_evacuated *e = &m->u.evacuated;
-		uint64_t want = 56 + 16 * (uint64_t)e->n_src + 8 * (uint64_t)e->n_dst;
-		if (want > RH_PROTO_MAX - RH_PROTO_HDR)
-			return 0;
-		len = (size_t)want;
-		if (cap < RH_PROTO_HDR + len)
-			return 0;
-		put64(p, e->id);
-		put32(p + 8, e->n_src);
-		put32(p + 12, e->n_dst);
-		put64(p + 16, e->remark_ns);
-		put64(p + 24, e->evac_ns);
-		put64(p + 32, e->bytes_copied);
-		put64(p + 40, e->objects_copied);
-		put64(p + 48, e->pages_rescanned);
-		const rh_evac_src *s = e->src;
-		for (uint32_t i = 0; i < e->n_src; i++) {
-			uint8_t *q = p + 56 + 16 * (size_t)i;
-			put32(q, s[i].region);
-			put32(q + 4, s[i].status);
-			put64(q + 8, s[i].live_bytes);
-		}
-		const rh_evac_dst *d = e->dst;
-		uint8_t *dp = p + 56 + 16 * (size_t)e->n_src;
-		for (uint32_t i = 0; i < e->n_dst; i++) {
-			put32(dp + 8 * (size_t)i, d[i].region);
-			put32(dp + 8 * (size_t)i + 4, d[i].top);
-		}
-		break;
-	}
-	case RH_MSG_MARK_REFS: {
-		const rh_msg_mark_refs *r = &m->u.mark_refs;
-		if (r->n > RH_MARK_REFS_MAX)
-			return 0;
-		len = 12 + 8 * (size_t)r->n;
-		if (cap < RH_PROTO_HDR + len)
-			return 0;
-		put32(p, r->partition);
-		put32(p + 4, r->flags);
-		put32(p + 8, r->n);
-		const uint64_t *a = r->addrs;
-		for (uint32_t i = 0; i < r->n; i++)
-			put64(p + 12 + 8 * (size_t)i, a[i]);
-		break;
-	}
-	case RH_MSG_MARK_ACK:
-		len = 4;
-		if (cap < RH_PROTO_HDR + len)
-			return 0;
-		put32(p, m->u.mark_ack.batches);
-		break;
-	case RH_MSG_FULL:
-		len = 16;
-		if (cap < RH_PROTO_HDR + len)
-			return 0;
-		put64(p, m->u.full.id);
-		put32(p + 8, m->u.full.phase);
-		put32(p + 12, 0);
-		break;
-	case RH_MSG_FULL_DONE: {
-		const rh_msg_full_done *f = &m->u.full_done;
-		if (f->n > RH_FULL_DONE_MAX)
-			return 0;
-		len = 32 + 16 * (size_t)f->n;
-		if (cap < RH_PROTO_HDR + len)
-			return 0;
-		put64(p, f->id);
-		put64(p + 8, f->bytes_marked);
-		put64(p + 16, f->mark_ns);
-		put32(p + 24, f->flags);
-		put32(p + 28, f->n);
-		const rh_region_live *e = f->ents;
-		for (uint32_t i = 0; i < f->n; i++) {
-			uint8_t *q = p + 32 + 16 * (size_t)i;
-			put32(q, e[i].region);
-			put32(q + 4, 0);
-			put64(q + 8, e[i].live_bytes);
-		}
-		break;
-	}
-	case RH_MSG_FIX_CARDS: {
-		const rh_msg_fix_cards *f = &m->u.fix_cards;
-		uint64_t want = RH_FIX_CARDS_HDR + 4 * (uint64_t)f->n_moved +
-		                8 * (uint64_t)f->n_cards + 24 * (uint64_t)f->n_writes;
-		if (want > RH_PROTO_MAX - RH_PROTO_HDR)
-			return 0;
-		len = (size_t)want;
-		if (cap < RH_PROTO_HDR + len)
-			return 0;
-		put64(p, f->id);
-		put32(p + 8, f->n_moved);
-		put32(p + 12, f->n_cards);
-		put32(p + 16, f->n_writes);
-		put32(p + 20, 0);
-		uint8_t *q = p + RH_FIX_CARDS_HDR;
-		const uint64_t *c = f->cards;
-		for (uint32_t i = 0; i < f->n_cards; i++, q += 8)
-			put64(q, c[i]);
-		const rh_slot_write *w = f->writes;
-		for (uint32_t i = 0; i < f->n_writes; i++, q += 24) {
-			put64(q, w[i].slot);
-			put64(q + 8, w[i].old);
-			put64(q + 16, w[i].value);
-		}
-		const uint32_t *mv = f->moved;
-		for (uint32_t i = 0; i < f->n_moved; i++, q += 4)
-			put32(q, mv[i]);
-		break;
-	}
-	case RH_MSG_CARDS_FIXED: {
-		const rh_msg_cards_fixed *f = &m->u.cards_fixed;
-		if (f->n > RH_CARDS_FIXED_MAX)
-			return 0;
-		len = 16 + 24 * (size_t)f->n;
-		if (cap < RH_PROTO_HDR + len)
-			return 0;
-		put64(p, f->id);
-		put32(p + 8, f->flags);
-		put32(p + 12, f->n);
-		const rh_fix_ent *e = f->ents;
-		for (uint32_t i = 0; i < f->n; i++) {
-			uint8_t *q = p + 16 + 24 * (size_t)i;
-			put32(q, e[i].kind);
-			put32(q + 4, e[i].region);
-			put64(q + 8, e[i].addr);
-			put64(q + 16, e[i].value);
-		}
-		break;
-	}
-	default:
+	if (m->type < 1 || m->type > RH_MSG_TYPE_MAX)
 		return 0;
+	const layout *l = &layouts[m->type];
+	const void *s = &m->u;
+	size_t text = l->text ? strnlen(m->u.error.text, sizeof m->u.error.text - 1) : 0;
+	uint64_t len = payload_size(l, s, text);
+	if (len > RH_PROTO_MAX - RH_PROTO_HDR || cap < RH_PROTO_HDR + len)
+		return 0;
+	if (m->type == RH_MSG_TYPES && m->u.types.len > RH_PROTO_CHUNK)
+		return 0;
+	uint8_t *p = buf + RH_PROTO_HDR;
+	p += put_fields(p, l->f, l->n, s);
+	if (l->text) {
+		put32(p, (uint32_t)text);
+		memcpy(p + 4, m->u.error.text, text);
+	}
+	for (unsigned k = 0; k < l->n_arrays; k++) {
+		const array *a = &l->a[k];
+		const uint8_t *h = ptr_get(s, a);
+		for (uint64_t i = 0, n = count_of(s, a); i < n; i++)
+			p += put_fields(p, a->e->f, a->e->n, h + a->e->stride * i);
 	}
 	put16(buf, RH_PROTO_MAGIC);
 	buf[2] = RH_PROTO_VERSION;
 	buf[3] = m->type;
 	put32(buf + 4, (uint32_t)len);
 	put32(buf + 8, m->seq);
-	return RH_PROTO_HDR + len;
+	return RH_PROTO_HDR + (size_t)len;
 }
 
 #define BAD(...) rh_err_set(err, RH_EPEER, "protocol: " __VA_ARGS__)
+
+/* "3 sources + 2 destinations", for the messages about counts. */
+static const char *counts(const layout *l, const void *s, char *buf, size_t cap)
+{
+	size_t o = 0;
+	buf[0] = 0;
+	for (unsigned k = 0; k < l->n_arrays && o < cap; k++)
+		o += (size_t)snprintf(buf + o, cap - o, "%s%llu %s", k ? " + " : "",
+		                      (unsigned long long)count_of(s, &l->a[k]), l->a[k].noun);
+	return buf;
+}
+
+/* The layout: sizes, reserved fields, where each array starts. */
+static int decode_layout(const layout *l, const uint8_t *p, uint32_t plen, rh_msg *m, rh_error *err)
+{
+	size_t fixed = fixed_size(l->f, l->n), bad = 0;
+	if (!l->n_arrays && !l->text && plen != fixed)
+		return BAD("%s: payload %u bytes, expected %zu", l->name, plen, fixed);
+	size_t head = fixed + (l->text ? 4 : 0);
+	if (plen < head)
+		return BAD("%s: payload %u bytes, need at least %zu", l->name, plen, head);
+	void *s = &m->u;
+	get_fields(p, l->f, l->n, s, &bad);
+	if (bad)
+		return BAD("%s: reserved field is %#x, not 0", l->name, get32(p + bad - 1));
+	if (l->text) {
+		uint32_t n = get32(p + fixed);
+		if (n != plen - head || n >= sizeof m->u.error.text)
+			return BAD("%s: text length %u inconsistent with payload %u", l->name, n,
+			           plen);
+		for (uint32_t i = 0; i < n; i++) { /* printable only: it ends up in logs */
+			uint8_t c = p[head + i];
+			m->u.error.text[i] = c >= 0x20 && c < 0x7f ? (char)c : '?';
+		}
+		return RH_OK;
+	}
+	char why[128];
+	uint64_t want = payload_size(l, s, 0);
+	if (want > RH_PROTO_MAX - RH_PROTO_HDR)
+		return BAD("%s: %s inconsistent with payload %u: they exceed the %u bytes a "
+		           "message may carry",
+		           l->name, counts(l, s, why, sizeof why), plen,
+		           RH_PROTO_MAX - RH_PROTO_HDR);
+	if (want != plen)
+		return BAD("%s: %s inconsistent with payload %u", l->name,
+		           counts(l, s, why, sizeof why), plen);
+	const uint8_t *q = p + fixed;
+	for (unsigned k = 0; k < l->n_arrays; k++) {
+		const array *a = &l->a[k];
+		ptr_set(s, a, q);
+		for (uint64_t i = 0, n = count_of(s, a); i < n; i++, q += elem_size(a->e)) {
+			bad = 0;
+			get_fields(q, a->e->f, a->e->n, NULL, &bad);
+			if (bad)
+				return BAD("%s: %s %llu: reserved field is %#x, not 0", l->name,
+				           a->e->label,
+				           (unsigned long long)wire_get(q, a->e->f[0].kind),
+				           get32(q + bad - 1));
+		}
+	}
+	return RH_OK;
+}
 
 static int cmp_u32(const void *a, const void *b)
 {
@@ -363,7 +478,7 @@ static int cmp_u32(const void *a, const void *b)
  * the tracer copy objects over themselves; refuse the EVACUATE instead. */
 static int evacuate_distinct(const rh_msg_evacuate *e, rh_error *err)
 {
-	uint32_t n = e->n_src + e->n_dst; /* bounded by RH_EVACUATE_MAX already */
+	uint32_t n = e->n_src + e->n_dst; /* bounded by the message size already */
 	uint32_t small[64];
 	uint32_t *v = n <= 64 ? small : malloc(n * sizeof *v);
 	if (!v)
@@ -385,6 +500,154 @@ static int evacuate_distinct(const rh_msg_evacuate *e, rh_error *err)
 	return rc;
 }
 
+static int check_flags(const char *name, uint32_t flags, uint32_t known, rh_error *err)
+{
+	if (flags & ~known)
+		return BAD("%s: unknown flags %#x", name, flags);
+	return RH_OK;
+}
+
+/* What the layout cannot say, per type. */
+static int check(rh_msg *m, rh_error *err)
+{
+	switch (m->type) {
+	case RH_MSG_HELLO:
+		if (m->u.hello.types_len > (64u << 20))
+			return BAD("HELLO: type table of %u bytes exceeds 64 MiB",
+			           m->u.hello.types_len);
+		return RH_OK;
+	case RH_MSG_TYPES: {
+		const rh_msg_types *t = &m->u.types;
+		if (t->len > RH_PROTO_CHUNK)
+			return BAD("TYPES: chunk of %u bytes exceeds %u", t->len, RH_PROTO_CHUNK);
+		if (t->offset > t->total || t->len > t->total - t->offset)
+			return BAD("TYPES: chunk [%u, +%u) outside the table of %u bytes",
+			           t->offset, t->len, t->total);
+		return RH_OK;
+	}
+	case RH_MSG_REGIONS: {
+		rh_msg_regions *r = &m->u.regions;
+		if (check_flags("REGIONS", r->flags, RH_REGIONS_FIRST | RH_REGIONS_LAST, err))
+			return RH_EPEER;
+		for (uint32_t i = 0; i < r->n; i++) {
+			rh_region_desc d;
+			rh_msg_regions_get(r, i, &d);
+			if (d.kind < RH_REGION_EDEN || d.kind > RH_REGION_HUMONGOUS_CONT)
+				return BAD("REGIONS: region %u: kind %u is not 1..4", d.region,
+				           d.kind);
+			if (d.evicted_pct > 100)
+				return BAD("REGIONS: region %u: %u%% evicted", d.region,
+				           d.evicted_pct);
+		}
+		return RH_OK;
+	}
+	case RH_MSG_ROOTS:
+		return check_flags("ROOTS", m->u.roots.flags, RH_ROOTS_FIRST | RH_ROOTS_REMARK,
+		                   err);
+	case RH_MSG_MARKED:
+		for (uint32_t i = 0; i < m->u.marked.n; i++) {
+			rh_marked_desc d;
+			rh_msg_marked_get(&m->u.marked, i, &d);
+			if (d.live_bytes > d.top)
+				return BAD("MARKED: region %u: %llu live bytes above top %u",
+				           d.region, (unsigned long long)d.live_bytes, d.top);
+		}
+		return RH_OK;
+	case RH_MSG_EVACUATE:
+		if (check_flags("EVACUATE", m->u.evacuate.flags, RH_EVAC_NO_REMARK, err))
+			return RH_EPEER;
+		if (m->u.evacuate.n_src == 0)
+			return BAD("EVACUATE: no source region");
+		return evacuate_distinct(&m->u.evacuate, err);
+	case RH_MSG_EVAC_REFS:
+		for (uint32_t i = 0; i < m->u.evac_refs.n; i++) {
+			rh_ref_pair pr;
+			rh_msg_evac_refs_get(&m->u.evac_refs, i, &pr);
+			if ((pr.slot | pr.value) & 7)
+				return BAD("EVAC_REFS: pair %u: slot %#llx or value %#llx not "
+				           "8-byte aligned",
+				           i, (unsigned long long)pr.slot,
+				           (unsigned long long)pr.value);
+		}
+		return RH_OK;
+	case RH_MSG_EVACUATED:
+		for (uint32_t i = 0; i < m->u.evacuated.n_src; i++) {
+			rh_evac_src s;
+			rh_msg_evacuated_src(&m->u.evacuated, i, &s);
+			if (s.status != RH_EVAC_KEPT && s.status != RH_EVAC_MOVED)
+				return BAD("EVACUATED: region %u: unknown status %u", s.region,
+				           s.status);
+		}
+		return RH_OK;
+	case RH_MSG_MARK_REFS: {
+		rh_msg_mark_refs *r = &m->u.mark_refs;
+		if (check_flags("MARK_REFS", r->flags, RH_MARK_ROOTS, err))
+			return RH_EPEER;
+		for (uint32_t i = 0; i < r->n; i++) {
+			uint64_t a = rh_msg_mark_refs_get(r, i);
+			/* Null is never an object, and no object starts off a word. */
+			if (a == 0 || (a & 7))
+				return BAD("MARK_REFS: address %u is %#llx, not a nonzero 8-byte "
+				           "aligned address",
+				           i, (unsigned long long)a);
+		}
+		return RH_OK;
+	}
+	case RH_MSG_MARK_ACK:
+		/* An ack of nothing would let a broken peer look alive while the
+		 * CPU server's count never moves. */
+		if (m->u.mark_ack.batches == 0)
+			return BAD("MARK_ACK: acknowledges 0 batches");
+		return RH_OK;
+	case RH_MSG_FULL:
+		if (m->u.full.phase != RH_FULL_BEGIN && m->u.full.phase != RH_FULL_END)
+			return BAD("FULL: unknown phase %u", m->u.full.phase);
+		return RH_OK;
+	case RH_MSG_FULL_DONE:
+		return check_flags("FULL_DONE", m->u.full_done.flags,
+		                   RH_FULL_DONE_FIRST | RH_FULL_DONE_LAST, err);
+	case RH_MSG_FIX_CARDS: {
+		rh_msg_fix_cards *f = &m->u.fix_cards;
+		if (f->n_cards + (uint64_t)f->n_writes == 0)
+			return BAD("FIX_CARDS: neither cards nor writes");
+		if (f->n_cards && !f->n_moved)
+			return BAD("FIX_CARDS: %u cards but no moved region", f->n_cards);
+		for (uint32_t i = 0; i < f->n_cards; i++)
+			if (rh_msg_fix_cards_card(f, i) & 7)
+				return BAD("FIX_CARDS: card %u at %#llx not 8-byte aligned", i,
+				           (unsigned long long)rh_msg_fix_cards_card(f, i));
+		for (uint32_t i = 0; i < f->n_writes; i++) {
+			rh_slot_write w;
+			rh_msg_fix_cards_write(f, i, &w);
+			if ((w.slot | w.old | w.value) & 7)
+				return BAD("FIX_CARDS: write %u: slot %#llx, old %#llx or value "
+				           "%#llx not 8-byte aligned",
+				           i, (unsigned long long)w.slot, (unsigned long long)w.old,
+				           (unsigned long long)w.value);
+		}
+		return RH_OK;
+	}
+	case RH_MSG_CARDS_FIXED: {
+		rh_msg_cards_fixed *f = &m->u.cards_fixed;
+		if (check_flags("CARDS_FIXED", f->flags, RH_CARDS_FIXED_LAST, err))
+			return RH_EPEER;
+		for (uint32_t i = 0; i < f->n; i++) {
+			rh_fix_ent e;
+			rh_msg_cards_fixed_get(f, i, &e);
+			if (e.kind < RH_FIX_REF || e.kind > RH_FIX_FAILED)
+				return BAD("CARDS_FIXED: entry %u: unknown kind %u", i, e.kind);
+			if ((e.addr | e.value) & 7)
+				return BAD("CARDS_FIXED: entry %u: address %#llx or value %#llx "
+				           "not 8-byte aligned",
+				           i, (unsigned long long)e.addr,
+				           (unsigned long long)e.value);
+		}
+		return RH_OK;
+	}
+	}
+	return RH_OK;
+}
+
 int rh_msg_decode(const uint8_t *buf, size_t len, rh_msg *m, rh_error *err)
 {
 	if (len > RH_PROTO_MAX)
@@ -403,457 +666,92 @@ int rh_msg_decode(const uint8_t *buf, size_t len, rh_msg *m, rh_error *err)
 	memset(m, 0, sizeof *m);
 	m->type = buf[3];
 	m->seq = get32(buf + 8);
-	const uint8_t *p = buf + RH_PROTO_HDR;
-	const char *name = rh_msg_type_name(m->type);
-	switch (m->type) {
-	case RH_MSG_HELLO:
-		if (plen != 48)
-			return BAD("HELLO: payload %u bytes, expected 48", plen);
-		m->u.hello.partition = get32(p);
-		m->u.hello.types_len = get32(p + 4);
-		m->u.hello.heap_base = get64(p + 8);
-		m->u.hello.heap_size = get64(p + 16);
-		m->u.hello.region_size = get64(p + 24);
-		m->u.hello.part_base = get64(p + 32);
-		m->u.hello.part_size = get64(p + 40);
-		if (m->u.hello.types_len > (64u << 20))
-			return BAD("HELLO: type table of %u bytes exceeds 64 MiB",
-			           m->u.hello.types_len);
-		return RH_OK;
-	case RH_MSG_TYPES:
-		if (plen < 12)
-			return BAD("TYPES: payload %u bytes, need at least 12", plen);
-		m->u.types.offset = get32(p);
-		m->u.types.total = get32(p + 4);
-		m->u.types.len = get32(p + 8);
-		if (m->u.types.len > RH_PROTO_CHUNK)
-			return BAD("TYPES: chunk of %u bytes exceeds %u", m->u.types.len,
-			           RH_PROTO_CHUNK);
-		if (m->u.types.len != plen - 12)
-			return BAD("TYPES: chunk length %u but %u bytes follow", m->u.types.len,
-			           plen - 12);
-		if (m->u.types.offset > m->u.types.total ||
-		    m->u.types.len > m->u.types.total - m->u.types.offset)
-			return BAD("TYPES: chunk [%u, +%u) outside the table of %u bytes",
-			           m->u.types.offset, m->u.types.len, m->u.types.total);
-		m->u.types.bytes = p + 12;
-		return RH_OK;
-	case RH_MSG_HELLO_OK:
-		if (plen != 20)
-			return BAD("HELLO_OK: payload %u bytes, expected 20", plen);
-		m->u.hello_ok.meta_base = get64(p);
-		m->u.hello_ok.meta_size = get64(p + 8);
-		m->u.hello_ok.pid = get32(p + 16);
-		return RH_OK;
-	case RH_MSG_ERROR: {
-		if (plen < 8)
-			return BAD("ERROR: payload %u bytes, need at least 8", plen);
-		uint32_t n = get32(p + 4);
-		if (n != plen - 8 || n >= sizeof m->u.error.text)
-			return BAD("ERROR: text length %u inconsistent with payload %u", n, plen);
-		m->u.error.code = get32(p);
-		for (uint32_t i = 0; i < n; i++) /* printable only: it ends up in logs */
-			m->u.error.text[i] =
-			        p[8 + i] >= 0x20 && p[8 + i] < 0x7f ? (char)p[8 + i] : '?';
-		return RH_OK;
-	}
-	case RH_MSG_FREE:
-		if (plen < 4)
-			return BAD("FREE: payload %u bytes, need at least 4", plen);
-		m->u.free.n = get32(p);
-		if (m->u.free.n > RH_PROTO_MAX_FREE || plen != 4 + 4 * (uint64_t)m->u.free.n)
-			return BAD("FREE: %u regions inconsistent with payload %u", m->u.free.n,
-			           plen);
-		m->u.free.regions = p + 4;
-		return RH_OK;
-	case RH_MSG_PING:
-	case RH_MSG_PONG:
-		if (plen != 16)
-			return BAD("%s: payload %u bytes, expected 16", name, plen);
-		m->u.ping.seq = get64(p);
-		m->u.ping.time_ns = get64(p + 8);
-		return RH_OK;
-	case RH_MSG_BYE:
-	case RH_MSG_FREE_OK:
-		if (plen != 0)
-			return BAD("%s: payload %u bytes, expected 0", name, plen);
-		return RH_OK;
-	case RH_MSG_REGIONS: {
-		rh_msg_regions *r = &m->u.regions;
-		if (plen < 16)
-			return BAD("REGIONS: payload %u bytes, need at least 16", plen);
-		r->epoch = get64(p);
-		r->flags = get32(p + 8);
-		r->n = get32(p + 12);
-		if (r->flags & ~(RH_REGIONS_FIRST | RH_REGIONS_LAST))
-			return BAD("REGIONS: unknown flags %#x", r->flags);
-		if (r->n > RH_REGIONS_MAX)
-			return BAD("REGIONS: %u entries exceed %u", r->n, RH_REGIONS_MAX);
-		if (plen != 16 + 16 * r->n)
-			return BAD("REGIONS: %u entries inconsistent with payload %u", r->n, plen);
-		r->ents = p + 16;
-		for (uint32_t i = 0; i < r->n; i++) {
-			rh_region_desc d;
-			rh_msg_regions_get(r, i, &d);
-			if (d.kind < RH_REGION_EDEN || d.kind > RH_REGION_HUMONGOUS_CONT)
-				return BAD("REGIONS: region %u: kind %u is not 1..4", d.region,
-				           d.kind);
-			if (d.evicted_pct > 100)
-				return BAD("REGIONS: region %u: %u%% evicted", d.region,
-				           d.evicted_pct);
-		}
-		return RH_OK;
-	}
-	case RH_MSG_ROOTS: {
-		rh_msg_roots *r = &m->u.roots;
-		if (plen < 12)
-			return BAD("ROOTS: payload %u bytes, need at least 12", plen);
-		r->region = get32(p);
-		r->flags = get32(p + 4);
-		r->n = get32(p + 8);
-		if (r->flags & ~(RH_ROOTS_FIRST | RH_ROOTS_REMARK))
-			return BAD("ROOTS: unknown flags %#x", r->flags);
-		if (r->n > RH_ROOTS_MAX)
-			return BAD("ROOTS: %u roots exceed %u", r->n, RH_ROOTS_MAX);
-		if (plen != 12 + 4 * r->n)
-			return BAD("ROOTS: %u roots inconsistent with payload %u", r->n, plen);
-		r->offs = p + 12;
-		return RH_OK;
-	}
-	case RH_MSG_MARKED: {
-		rh_msg_marked *k = &m->u.marked;
-		if (plen < 4)
-			return BAD("MARKED: payload %u bytes, need at least 4", plen);
-		k->n = get32(p);
-		if (k->n > RH_MARKED_MAX)
-			return BAD("MARKED: %u entries exceed %u", k->n, RH_MARKED_MAX);
-		if (plen != 4 + 24 * k->n)
-			return BAD("MARKED: %u entries inconsistent with payload %u", k->n, plen);
-		k->ents = p + 4;
-		for (uint32_t i = 0; i < k->n; i++) {
-			rh_marked_desc d;
-			rh_msg_marked_get(k, i, &d);
-			if (d.live_bytes > d.top)
-				return BAD("MARKED: region %u: %llu live bytes above top %u",
-				           d.region, (unsigned long long)d.live_bytes, d.top);
-		}
-		return RH_OK;
-	}
-	case RH_MSG_EVACUATE: {
-		rh_msg_evacuate *e = &m->u.evacuate;
-		if (plen < 20)
-			return BAD("EVACUATE: payload %u bytes, need at least 20", plen);
-		e->id = get64(p);
-		e->flags = get32(p + 8);
-		e->n_src = get32(p + 12);
-		e->n_dst = get32(p + 16);
-		if (e->flags & ~RH_EVAC_NO_REMARK)
-			return BAD("EVACUATE: unknown flags %#x", e->flags);
-		if (e->n_src == 0)
-			return BAD("EVACUATE: no source region");
-		uint64_t n = (uint64_t)e->n_src + e->n_dst;
-		if (n > RH_EVACUATE_MAX)
-			return BAD("EVACUATE: %u sources + %u destinations exceed %u", e->n_src,
-			           e->n_dst, RH_EVACUATE_MAX);
-		if (plen != 20 + 4 * n)
-			return BAD("EVACUATE: %u sources + %u destinations inconsistent with "
-			           "payload %u",
-			           e->n_src, e->n_dst, plen);
-		e->regions = p + 20;
-		return evacuate_distinct(e, err);
-	}
-	case RH_MSG_EVAC_REFS: {
-		rh_msg_evac_refs *x = &m->u.evac_refs;
-		if (plen < 12)
-			return BAD("EVAC_REFS: payload %u bytes, need at least 12", plen);
-		x->id = get64(p);
-		x->n = get32(p + 8);
-		if (x->n > RH_EVAC_REFS_MAX)
-			return BAD("EVAC_REFS: %u pairs exceed %u", x->n, RH_EVAC_REFS_MAX);
-		if (plen != 12 + 16 * x->n)
-			return BAD("EVAC_REFS: %u pairs inconsistent with payload %u", x->n, plen);
-		x->pairs = p + 12;
-		for (uint32_t i = 0; i < x->n; i++) {
-			rh_ref_pair pr;
-			rh_msg_evac_refs_get(x, i, &pr);
-			if ((pr.slot | pr.value) & 7)
-				return BAD("EVAC_REFS: pair %u: slot %#llx or value %#llx not "
-				           "8-byte aligned",
-				           i, (unsigned long long)pr.slot,
-				           (unsigned long long)pr.value);
-		}
-		return RH_OK;
-	}
-	case RH_MSG_EVACUATED: {
-		rh_msg_evacuated *e = &m->u.evacuated;
-		if (plen < 56)
-			return BAD("EVACUATED: payload %u bytes, need at least 56", plen);
-		e->id = get64(p);
-		e->n_src = get32(p + 8);
-		e->n_dst = get32(p + 12);
-		e->remark_ns = get64(p + 16);
-		e->evac_ns = get64(p + 24);
-		e->bytes_copied = get64(p + 32);
-		e->objects_copied = get64(p + 40);
-		e->pages_rescanned = get64(p + 48);
-		/* 64-bit: 16 * n_src alone can wrap a u32 to a plausible length. */
-		uint64_t want = 56 + 16 * (uint64_t)e->n_src + 8 * (uint64_t)e->n_dst;
-		if (want > RH_PROTO_MAX - RH_PROTO_HDR)
-			return BAD("EVACUATED: %u sources + %u destinations exceed the message "
-			           "size",
-			           e->n_src, e->n_dst);
-		if (plen != want)
-			return BAD("EVACUATED: %u sources + %u destinations inconsistent with "
-			           "payload %u",
-			           e->n_src, e->n_dst, plen);
-		e->src = p + 56;
-		e->dst = p + 56 + 16 * (size_t)e->n_src;
-		for (uint32_t i = 0; i < e->n_src; i++) {
-			rh_evac_src s;
-			rh_msg_evacuated_src(e, i, &s);
-			if (s.status != RH_EVAC_KEPT && s.status != RH_EVAC_MOVED)
-				return BAD("EVACUATED: region %u: unknown status %u", s.region,
-				           s.status);
-		}
-		return RH_OK;
-	}
-	case RH_MSG_MARK_REFS: {
-		rh_msg_mark_refs *r = &m->u.mark_refs;
-		if (plen < 12)
-			return BAD("MARK_REFS: payload %u bytes, need at least 12", plen);
-		r->partition = get32(p);
-		r->flags = get32(p + 4);
-		r->n = get32(p + 8);
-		if (r->flags & ~RH_MARK_ROOTS)
-			return BAD("MARK_REFS: unknown flags %#x", r->flags);
-		if (r->n > RH_MARK_REFS_MAX)
-			return BAD("MARK_REFS: %u addresses exceed %u", r->n, RH_MARK_REFS_MAX);
-		if (plen != 12 + 8 * r->n)
-			return BAD("MARK_REFS: %u addresses inconsistent with payload %u", r->n,
-			           plen);
-		r->addrs = p + 12;
-		for (uint32_t i = 0; i < r->n; i++) {
-			uint64_t a = rh_msg_mark_refs_get(r, i);
-			/* Null is never an object, and no object starts off a word. */
-			if (a == 0 || (a & 7))
-				return BAD("MARK_REFS: address %u is %#llx, not a nonzero 8-byte "
-				           "aligned address",
-				           i, (unsigned long long)a);
-		}
-		return RH_OK;
-	}
-	case RH_MSG_MARK_ACK:
-		if (plen != 4)
-			return BAD("MARK_ACK: payload %u bytes, expected 4", plen);
-		m->u.mark_ack.batches = get32(p);
-		/* An ack of nothing would let a broken peer look alive while the
-		 * CPU server's count never moves. */
-		if (m->u.mark_ack.batches == 0)
-			return BAD("MARK_ACK: acknowledges 0 batches");
-		return RH_OK;
-	case RH_MSG_FULL: {
-		if (plen != 16)
-			return BAD("FULL: payload %u bytes, expected 16", plen);
-		m->u.full.id = get64(p);
-		m->u.full.phase = get32(p + 8);
-		uint32_t reserved = get32(p + 12);
-		if (m->u.full.phase != RH_FULL_BEGIN && m->u.full.phase != RH_FULL_END)
-			return BAD("FULL: unknown phase %u", m->u.full.phase);
-		if (reserved != 0)
-			return BAD("FULL: reserved field is %#x, not 0", reserved);
-		return RH_OK;
-	}
-	case RH_MSG_FULL_DONE: {
-		rh_msg_full_done *f = &m->u.full_done;
-		if (plen < 32)
-			return BAD("FULL_DONE: payload %u bytes, need at least 32", plen);
-		f->id = get64(p);
-		f->bytes_marked = get64(p + 8);
-		f->mark_ns = get64(p + 16);
-		f->flags = get32(p + 24);
-		f->n = get32(p + 28);
-		if (f->flags & ~(RH_FULL_DONE_FIRST | RH_FULL_DONE_LAST))
-			return BAD("FULL_DONE: unknown flags %#x", f->flags);
-		if (f->n > RH_FULL_DONE_MAX)
-			return BAD("FULL_DONE: %u entries exceed %u", f->n, RH_FULL_DONE_MAX);
-		if (plen != 32 + 16 * f->n)
-			return BAD("FULL_DONE: %u entries inconsistent with payload %u", f->n,
-			           plen);
-		f->ents = p + 32;
-		for (uint32_t i = 0; i < f->n; i++) {
-			const uint8_t *q = p + 32 + 16 * (size_t)i;
-			/* Zero now, so that the field can gain a meaning later. */
-			if (get32(q + 4) != 0)
-				return BAD("FULL_DONE: region %u: reserved field is %#x, not 0",
-				           get32(q), get32(q + 4));
-		}
-		return RH_OK;
-	}
-	case RH_MSG_FIX_CARDS: {
-		rh_msg_fix_cards *f = &m->u.fix_cards;
-		if (plen < RH_FIX_CARDS_HDR)
-			return BAD("FIX_CARDS: payload %u bytes, need at least %u", plen,
-			           RH_FIX_CARDS_HDR);
-		f->id = get64(p);
-		f->n_moved = get32(p + 8);
-		f->n_cards = get32(p + 12);
-		f->n_writes = get32(p + 16);
-		if (get32(p + 20) != 0)
-			return BAD("FIX_CARDS: reserved field is %#x, not 0", get32(p + 20));
-		uint64_t want = RH_FIX_CARDS_HDR + 4 * (uint64_t)f->n_moved +
-		                8 * (uint64_t)f->n_cards + 24 * (uint64_t)f->n_writes;
-		if (want != plen)
-			return BAD("FIX_CARDS: %u moved regions, %u cards and %u writes "
-			           "inconsistent with payload %u",
-			           f->n_moved, f->n_cards, f->n_writes, plen);
-		if (f->n_cards + (uint64_t)f->n_writes == 0)
-			return BAD("FIX_CARDS: neither cards nor writes");
-		if (f->n_cards && !f->n_moved)
-			return BAD("FIX_CARDS: %u cards but no moved region", f->n_cards);
-		f->cards = p + RH_FIX_CARDS_HDR;
-		f->writes = p + RH_FIX_CARDS_HDR + 8 * (size_t)f->n_cards;
-		f->moved = p + RH_FIX_CARDS_HDR + 8 * (size_t)f->n_cards + 24 * (size_t)f->n_writes;
-		for (uint32_t i = 0; i < f->n_cards; i++)
-			if (rh_msg_fix_cards_card(f, i) & 7)
-				return BAD("FIX_CARDS: card %u at %#llx not 8-byte aligned", i,
-				           (unsigned long long)rh_msg_fix_cards_card(f, i));
-		for (uint32_t i = 0; i < f->n_writes; i++) {
-			rh_slot_write w;
-			rh_msg_fix_cards_write(f, i, &w);
-			if ((w.slot | w.old | w.value) & 7)
-				return BAD("FIX_CARDS: write %u: slot %#llx, old %#llx or value "
-				           "%#llx not 8-byte aligned",
-				           i, (unsigned long long)w.slot, (unsigned long long)w.old,
-				           (unsigned long long)w.value);
-		}
-		return RH_OK;
-	}
-	case RH_MSG_CARDS_FIXED: {
-		rh_msg_cards_fixed *f = &m->u.cards_fixed;
-		if (plen < 16)
-			return BAD("CARDS_FIXED: payload %u bytes, need at least 16", plen);
-		f->id = get64(p);
-		f->flags = get32(p + 8);
-		f->n = get32(p + 12);
-		if (f->flags & ~RH_CARDS_FIXED_LAST)
-			return BAD("CARDS_FIXED: unknown flags %#x", f->flags);
-		if (f->n > RH_CARDS_FIXED_MAX)
-			return BAD("CARDS_FIXED: %u entries exceed %u", f->n, RH_CARDS_FIXED_MAX);
-		if (plen != 16 + 24 * f->n)
-			return BAD("CARDS_FIXED: %u entries inconsistent with payload %u", f->n,
-			           plen);
-		f->ents = p + 16;
-		for (uint32_t i = 0; i < f->n; i++) {
-			rh_fix_ent e;
-			rh_msg_cards_fixed_get(f, i, &e);
-			if (e.kind < RH_FIX_REF || e.kind > RH_FIX_FAILED)
-				return BAD("CARDS_FIXED: entry %u: unknown kind %u", i, e.kind);
-			if ((e.addr | e.value) & 7)
-				return BAD("CARDS_FIXED: entry %u: address %#llx or value %#llx "
-				           "not 8-byte aligned",
-				           i, (unsigned long long)e.addr,
-				           (unsigned long long)e.value);
-		}
-		return RH_OK;
-	}
-	default:
+	if (m->type < 1 || m->type > RH_MSG_TYPE_MAX)
 		return BAD("unknown message type %u", m->type);
-	}
+	int rc = decode_layout(&layouts[m->type], buf + RH_PROTO_HDR, plen, m, err);
+	return rc != RH_OK ? rc : check(m, err);
 }
+
+/* --- Accessors for decoded arrays ------------------------------------------ */
 
 uint32_t rh_msg_free_region(const rh_msg_free *f, uint32_t i)
 {
-	return get32(f->regions + 4 * (size_t)i);
+	uint32_t v;
+	elem_get(&word32_elem, f->regions, i, &v);
+	return v;
 }
 
 void rh_msg_regions_get(const rh_msg_regions *m, uint32_t i, rh_region_desc *out)
 {
-	const uint8_t *q = (const uint8_t *)m->ents + 16 * (size_t)i;
-	out->region = get32(q);
-	out->ident = get32(q + 4);
-	out->top = get32(q + 8);
-	out->kind = q[12];
-	out->evicted_pct = q[13];
-	out->survivals = get16(q + 14);
+	elem_get(&rh_region_desc_elem, m->ents, i, out);
 }
 
 uint32_t rh_msg_roots_get(const rh_msg_roots *m, uint32_t i)
 {
-	return get32((const uint8_t *)m->offs + 4 * (size_t)i);
+	uint32_t v;
+	elem_get(&word32_elem, m->offs, i, &v);
+	return v;
 }
 
 void rh_msg_marked_get(const rh_msg_marked *m, uint32_t i, rh_marked_desc *out)
 {
-	const uint8_t *q = (const uint8_t *)m->ents + 24 * (size_t)i;
-	out->region = get32(q);
-	out->ident = get32(q + 4);
-	out->top = get32(q + 8);
-	out->objects = get32(q + 12);
-	out->live_bytes = get64(q + 16);
+	elem_get(&rh_marked_desc_elem, m->ents, i, out);
 }
 
 uint32_t rh_msg_evacuate_region(const rh_msg_evacuate *m, uint32_t i)
 {
-	return get32((const uint8_t *)m->regions + 4 * (size_t)i);
+	uint32_t v;
+	elem_get(&word32_elem, m->regions, i, &v);
+	return v;
 }
 
 void rh_msg_evac_refs_get(const rh_msg_evac_refs *m, uint32_t i, rh_ref_pair *out)
 {
-	const uint8_t *q = (const uint8_t *)m->pairs + 16 * (size_t)i;
-	out->slot = get64(q);
-	out->value = get64(q + 8);
+	elem_get(&rh_ref_pair_elem, m->pairs, i, out);
 }
 
 void rh_msg_evacuated_src(const rh_msg_evacuated *m, uint32_t i, rh_evac_src *out)
 {
-	const uint8_t *q = (const uint8_t *)m->src + 16 * (size_t)i;
-	out->region = get32(q);
-	out->status = get32(q + 4);
-	out->live_bytes = get64(q + 8);
+	elem_get(&rh_evac_src_elem, m->src, i, out);
 }
 
 void rh_msg_evacuated_dst(const rh_msg_evacuated *m, uint32_t i, rh_evac_dst *out)
 {
-	const uint8_t *q = (const uint8_t *)m->dst + 8 * (size_t)i;
-	out->region = get32(q);
-	out->top = get32(q + 4);
+	elem_get(&rh_evac_dst_elem, m->dst, i, out);
 }
 
 uint64_t rh_msg_mark_refs_get(const rh_msg_mark_refs *m, uint32_t i)
 {
-	return get64((const uint8_t *)m->addrs + 8 * (size_t)i);
+	uint64_t v;
+	elem_get(&word64_elem, m->addrs, i, &v);
+	return v;
 }
 
 void rh_msg_full_done_get(const rh_msg_full_done *m, uint32_t i, rh_region_live *out)
 {
-	const uint8_t *q = (const uint8_t *)m->ents + 16 * (size_t)i;
-	out->region = get32(q);
-	out->live_bytes = get64(q + 8);
+	elem_get(&rh_region_live_elem, m->ents, i, out);
 }
 
 uint32_t rh_msg_fix_cards_moved(const rh_msg_fix_cards *m, uint32_t i)
 {
-	return get32((const uint8_t *)m->moved + 4 * (size_t)i);
+	uint32_t v;
+	elem_get(&word32_elem, m->moved, i, &v);
+	return v;
 }
 
 uint64_t rh_msg_fix_cards_card(const rh_msg_fix_cards *m, uint32_t i)
 {
-	return get64((const uint8_t *)m->cards + 8 * (size_t)i);
+	uint64_t v;
+	elem_get(&word64_elem, m->cards, i, &v);
+	return v;
 }
 
 void rh_msg_fix_cards_write(const rh_msg_fix_cards *m, uint32_t i, rh_slot_write *out)
 {
-	const uint8_t *q = (const uint8_t *)m->writes + 24 * (size_t)i;
-	out->slot = get64(q);
-	out->old = get64(q + 8);
-	out->value = get64(q + 16);
+	elem_get(&rh_slot_write_elem, m->writes, i, out);
 }
 
 void rh_msg_cards_fixed_get(const rh_msg_cards_fixed *m, uint32_t i, rh_fix_ent *out)
 {
-	const uint8_t *q = (const uint8_t *)m->ents + 24 * (size_t)i;
-	out->kind = get32(q);
-	out->region = get32(q + 4);
-	out->addr = get64(q + 8);
-	out->value = get64(q + 16);
+	elem_get(&rh_fix_ent_elem, m->ents, i, out);
 }

@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define RH_COPY_THREADS_MAX 8
+#include "config/limits.h" /* RH_COPY_THREADS_MAX */
 
 /* Helper threads, created once per heap and parked between pauses. */
 typedef struct rh_crew rh_crew;

@@ -1,4 +1,4 @@
-/* libFuzzer harness for the config parser (runtime/config.c).
+/* libFuzzer harness for the config parser (config/config.c).
  *
  * The input is the JSON text. Beyond "never crash, never leak", an accepted
  * config must pass rh_config_check() unchanged, and its JSON form must parse

@@ -18,8 +18,8 @@
 #include <jansson.h>
 
 #include "common/common.h"
+#include "config/limits.h"
 #include "rheap/rheap-config.h"
-#include "runtime/gcwork.h"
 
 #define KIB (1ull << 10)
 #define MIB (1ull << 20)
