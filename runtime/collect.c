@@ -204,11 +204,14 @@ static void choose_set(rh_gc *g)
 	}
 	if (!cand)
 		return;
+	/* Left over from the last marking, for the next pauses (sizing.C1). */
+	h->sz.old_cands = n_cand;
 	qsort(cand, n_cand, sizeof *cand, by_garbage);
 	/* Old regions are spread over several pauses: each adds at most
-	 * RH_SZ_OLD_SHARE of the budget, predicted from the bytes to copy and the cards to scan (eden's
-	 * share is planned by its size), but at least one region so that old
-	 * garbage is always reclaimed while the whole budget allows. */
+	 * RH_SZ_OLD_SHARE of the budget, predicted from the bytes to copy
+	 * and the cards to scan (eden's share is planned by its size), but
+	 * at least one region so that old garbage is always reclaimed while
+	 * the whole budget allows. */
 	double budget = (double)h->cfg.pause_budget_us * 1000.0;
 	double cost = (double)eden_bytes / 10 * h->sz.copy_ns_per_byte;
 	double old_cap = cost + budget * RH_SZ_OLD_SHARE;

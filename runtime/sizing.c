@@ -51,14 +51,18 @@ bool rh_sizing_full_foreseen(const rh_heap *h)
 
 /* sizing.C1: a cycle starts while twice gc.full_threshold of the regions
  * plus an eden are still free, as G1 starts marking at an occupancy
- * threshold: started only when the old generation outgrew its bound, a
- * program whose data grows (listscan) filled the heap first, and a full
- * collection stopped the world for 168 ms in the pause that found it
- * short of room. */
+ * threshold, once the partial collections have taken every old region the
+ * last marking found worth collecting (G1's mixed phase ends the same way).
+ * Started only when the old generation outgrew its bound, a program whose
+ * data grows (listscan) filled the heap first, and a full collection
+ * stopped the world for 168 ms. Started whatever the candidates, a small
+ * heap (8 MiB, rhscheme's tail calls) was always under the threshold: one
+ * cycle followed another, old regions stayed put while each ran (partial
+ * collections take none then), and the heap filled with garbage. */
 bool rh_sizing_mark_due(const rh_heap *h)
 {
 	double low = (double)h->n_regions * h->cfg.full_threshold * 2 + h->eden_limit;
-	return (double)h->n_free < low;
+	return (double)h->n_free < low && h->sz.old_cands == 0;
 }
 
 double rh_sizing_old_cost(const rh_heap *h, uint64_t live_bytes, uint64_t cards)
