@@ -284,6 +284,11 @@ static int on_roots(rh_dgc *d, const rh_msg_roots *m)
 	 * empty, and the CPU server would choose it for nothing. */
 	if (!remark)
 		t->have_roots = 1;
+	/* Appended batches are bounded by the region's words, so a peer
+	 * cannot grow the list without end (security.M1). */
+	if (*n + m->n > d->region_size / 8)
+		return rh_dgc_fail(d, "ROOTS: more than %llu roots for region %u",
+		                   (unsigned long long)(d->region_size / 8), m->region);
 	*v = grow(*v, cap, *n + m->n, sizeof **v);
 	for (uint32_t i = 0; i < m->n; i++) {
 		uint32_t off = rh_msg_roots_get(m, i);
@@ -478,39 +483,51 @@ int rh_dgc_send(rh_dgc *d, const rh_msg *m)
 	return -1;
 }
 
+/* Check every region an EVACUATE names before any state changes
+ * (security.M1): sources old and in use, destinations free, all in this
+ * partition. The decoder already refused a region named twice (a source
+ * evacuated twice would copy forwarding headers as objects). Fills src[]
+ * with local indices. */
+static int check_evacuate(rh_dgc *d, const rh_msg_evacuate *m, uint32_t *src, dcur *dst)
+{
+	for (uint32_t i = 0; i < m->n_src + m->n_dst; i++) {
+		uint32_t l;
+		uint32_t g = rh_msg_evacuate_region(m, i);
+		bool is_src = i < m->n_src;
+		if (local_of(d, g, &l) < 0)
+			return rh_dgc_fail(d, "EVACUATE: region %u is not in partition %u", g,
+			                   d->part.index);
+		if (is_src ? d->r[l].kind != RH_REGION_OLD || !d->r[l].top
+		           : d->r[l].kind != RH_REGION_FREE)
+			return rh_dgc_fail(d, "EVACUATE: region %u is %s here, expected %s", g,
+			                   d->r[l].kind == RH_REGION_FREE ? "free" : "in use",
+			                   is_src ? "an old region" : "a free one");
+		src[i] = l;
+		if (!is_src)
+			dst[i - m->n_src].region = g;
+	}
+	return 0;
+}
+
 static int on_evacuate(rh_dgc *d, const rh_msg_evacuate *m)
 {
 	uint64_t t0 = rh_now_ns();
 	bool no_remark = m->flags & RH_EVAC_NO_REMARK;
-	uint32_t *src = malloc((m->n_src + m->n_dst) * sizeof *src);
+	uint32_t *src = calloc(m->n_src + m->n_dst, sizeof *src);
 	evac e = {.d = d, .no_remark = no_remark};
 	e.dst = calloc(m->n_dst ? m->n_dst : 1, sizeof *e.dst);
 	rh_evac_src *res = calloc(m->n_src, sizeof *res);
 	uintptr_t *moved = NULL;
 	size_t n_moved = 0, cap_moved = 0;
+	/* Sources whose `moved` flag the cleanup resets: none until all are
+	 * checked (security.M1). */
+	uint32_t n_checked = 0;
 	int rc = -1;
 	if (!src || !e.dst || !res)
 		rh_panic("tracer: out of memory for an EVACUATE");
-	for (uint32_t i = 0; i < m->n_src + m->n_dst; i++) {
-		uint32_t l;
-		uint32_t g = rh_msg_evacuate_region(m, i);
-		if (local_of(d, g, &l) < 0) {
-			rh_dgc_fail(d, "EVACUATE: region %u is not in partition %u", g,
-			            d->part.index);
-			goto out;
-		}
-		bool is_src = i < m->n_src;
-		if (is_src ? d->r[l].kind != RH_REGION_OLD || !d->r[l].top
-		           : d->r[l].kind != RH_REGION_FREE) {
-			rh_dgc_fail(d, "EVACUATE: region %u is %s here, expected %s", g,
-			            d->r[l].kind == RH_REGION_FREE ? "free" : "in use",
-			            is_src ? "an old region" : "a free one");
-			goto out;
-		}
-		src[i] = l;
-		if (!is_src)
-			e.dst[i - m->n_src].region = g;
-	}
+	if (check_evacuate(d, m, src, e.dst) < 0)
+		goto out;
+	n_checked = m->n_src;
 	e.n_dst = m->n_dst;
 
 	uint64_t rescanned = 0;
@@ -619,7 +636,7 @@ static int on_evacuate(rh_dgc *d, const rh_msg_evacuate *m)
 		}
 	}
 out:
-	for (uint32_t i = 0; i < m->n_src && src; i++)
+	for (uint32_t i = 0; i < n_checked; i++)
 		d->r[src[i]].moved = 0;
 	free(src);
 	free(e.dst);
