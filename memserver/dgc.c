@@ -646,21 +646,20 @@ out:
 	return rc;
 }
 
-static int handle(rh_dgc *d, inmsg *in)
+int rh_dgc_handle(rh_dgc *d, const uint8_t *buf, size_t len)
 {
-	if (in->buf[0] == PSEUDO_TYPES) {
+	if (len && buf[0] == PSEUDO_TYPES) {
 		rh_error err;
 		rh_typetab_free(&d->types);
 		rh_typetab_init(&d->types);
-		if (rh_typetab_from_json(&d->types, (const char *)in->buf + 1, in->len - 1, &err) !=
-		    RH_OK)
+		if (rh_typetab_from_json(&d->types, (const char *)buf + 1, len - 1, &err) != RH_OK)
 			return rh_dgc_fail(d, "type table: %s", err.msg);
 		d->have_types = true;
 		return 0;
 	}
 	rh_msg m;
 	rh_error err;
-	if (rh_msg_decode(in->buf, in->len, &m, &err) != RH_OK)
+	if (rh_msg_decode(buf, len, &m, &err) != RH_OK)
 		return rh_dgc_fail(d, "%s", err.msg);
 	switch (m.type) {
 	case RH_MSG_REGIONS:
@@ -727,6 +726,14 @@ static void *helper_main(void *arg)
 	return NULL;
 }
 
+bool rh_dgc_mark_next(rh_dgc *d)
+{
+	int64_t l = d->have_types && !d->full ? pick(d) : -1;
+	if (l >= 0)
+		mark_region(d, &d->mx, (uint32_t)l);
+	return l >= 0;
+}
+
 static void *dgc_main(void *arg)
 {
 	rh_dgc *d = arg;
@@ -744,7 +751,7 @@ static void *dgc_main(void *arg)
 			if (!d->in_head)
 				d->in_tail = NULL;
 			pthread_mutex_unlock(&d->lock);
-			handle(d, in);
+			rh_dgc_handle(d, in->buf, in->len);
 			free(in);
 			pthread_mutex_lock(&d->lock);
 			continue;
@@ -773,8 +780,8 @@ static void *dgc_main(void *arg)
 	return NULL;
 }
 
-int rh_dgc_open(rh_dgc **out, const rh_config *cfg, const rh_partition *part, rh_region_meta *meta,
-                rh_dgc_send_fn send, void *send_ctx, rh_error *err)
+int rh_dgc_new(rh_dgc **out, const rh_config *cfg, const rh_partition *part, rh_region_meta *meta,
+               rh_dgc_send_fn send, void *send_ctx, rh_error *err)
 {
 	rh_dgc *d = calloc(1, sizeof *d);
 	if (!d)
@@ -818,6 +825,17 @@ int rh_dgc_open(rh_dgc **out, const rh_config *cfg, const rh_partition *part, rh
 		rh_dgc_close(d);
 		return rh_err_set(err, RH_ENOMEM, "tracer: out of memory for marking state");
 	}
+	*out = d;
+	return RH_OK;
+}
+
+int rh_dgc_open(rh_dgc **out, const rh_config *cfg, const rh_partition *part, rh_region_meta *meta,
+                rh_dgc_send_fn send, void *send_ctx, rh_error *err)
+{
+	rh_dgc *d;
+	int rc = rh_dgc_new(&d, cfg, part, meta, send, send_ctx, err);
+	if (rc != RH_OK)
+		return rc;
 	if (pthread_create(&d->thr, NULL, dgc_main, d) != 0) {
 		rh_dgc_close(d);
 		return rh_err_set(err, RH_ENOMEM, "tracer: cannot start the marking thread");

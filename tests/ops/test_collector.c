@@ -92,7 +92,8 @@ static int mark_unaligned(client *k, rh_error *err)
 	rh_msg b = {.type = RH_MSG_FULL};
 	b.u.full = (rh_msg_full){.id = 9, .phase = RH_FULL_BEGIN};
 	rh_msg m = {.type = RH_MSG_MARK_REFS};
-	m.u.mark_refs = (rh_msg_mark_refs){.partition = 0, .flags = RH_MARK_ROOTS, .n = 1, .addrs = &a};
+	m.u.mark_refs =
+	        (rh_msg_mark_refs){.partition = 0, .flags = RH_MARK_ROOTS, .n = 1, .addrs = &a};
 	int rc = send_old_region(k, 0, 4096, err);
 	if (rc == RH_OK)
 		rc = client_send(k, &b, err);
@@ -151,8 +152,12 @@ static void run_case(const char *name, int (*send)(client *, rh_error *), const 
 		usleep(30000);
 	CHECK(w == c.pid[0] && WIFEXITED(st) && WEXITSTATUS(st) == 1,
 	      "%s: the tracer ended the session itself with status 1 (%s %d)", name,
-	      w != c.pid[0] ? "still running" : WIFEXITED(st) ? "exit" : "signal",
-	      w != c.pid[0] ? 0 : WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+	      w != c.pid[0]   ? "still running"
+	      : WIFEXITED(st) ? "exit"
+	                      : "signal",
+	      w != c.pid[0]   ? 0
+	      : WIFEXITED(st) ? WEXITSTATUS(st)
+	                      : WTERMSIG(st));
 	if (w == c.pid[0])
 		c.pid[0] = 0;
 	cluster_log(&c, 0, log, sizeof log);
@@ -175,8 +180,7 @@ int main(int argc, char **argv)
 	run_case("EVACUATE src=[0,5] dst=[100]", evac_bad_second_source,
 	         "EVACUATE: region 5 is free here, expected an old region");
 	run_case("EVACUATE src=[0,0]", evac_source_twice, "EVACUATE: region 0 listed twice");
-	run_case("EVACUATE dst=[1,1]", evac_destination_twice,
-	         "EVACUATE: region 1 listed twice");
+	run_case("EVACUATE dst=[1,1]", evac_destination_twice, "EVACUATE: region 1 listed twice");
 	run_case("FIX_CARDS unaligned slot", fix_unaligned_slot, "FIX_CARDS: write 0: slot");
 	run_case("MARK_REFS unaligned", mark_unaligned, "not a nonzero 8-byte aligned address");
 	run_case("ROOTS without end", roots_without_end, "ROOTS: more than");
