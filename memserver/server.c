@@ -1,4 +1,5 @@
 #include <ctype.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -109,9 +110,18 @@ static void write_status(server *s)
 	}
 	char tmp[4200];
 	snprintf(tmp, sizeof tmp, "%s.tmp", s->o->status_path);
-	/* Write then rename, so readers never see a half-written file. */
-	if (j && json_dump_file(j, tmp, JSON_COMPACT) == 0)
-		rename(tmp, s->o->status_path);
+	/* Write then rename, so readers never see a half-written file. A
+	 * fresh file (O_EXCL, O_NOFOLLOW): a symlink left at the temporary's
+	 * name is not followed (security.S2). */
+	unlink(tmp);
+	int fd = j ? open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600) : -1;
+	if (fd >= 0) {
+		int ok = json_dumpfd(j, fd, JSON_COMPACT) == 0;
+		if (close(fd) == 0 && ok)
+			rename(tmp, s->o->status_path);
+		else
+			unlink(tmp);
+	}
 	json_decref(j);
 }
 

@@ -36,8 +36,8 @@ enum {
 
 /* The message types the server thread hands to the collector, in the
  * order DGC_MSG's type byte indexes them. */
-static const uint8_t dgc_msg_types[] = {RH_MSG_REGIONS,   RH_MSG_ROOTS,    RH_MSG_EVACUATE,
-                                        RH_MSG_FULL,      RH_MSG_MARK_REFS, RH_MSG_FIX_CARDS,
+static const uint8_t dgc_msg_types[] = {RH_MSG_REGIONS, RH_MSG_ROOTS,     RH_MSG_EVACUATE,
+                                        RH_MSG_FULL,    RH_MSG_MARK_REFS, RH_MSG_FIX_CARDS,
                                         RH_MSG_FREE};
 
 #endif

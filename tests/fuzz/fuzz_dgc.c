@@ -83,8 +83,8 @@ static void patch(uint8_t *dst, size_t cap, const uint8_t *p, size_t n)
 {
 	if (n < 4)
 		return;
-	size_t off = ((size_t)p[0] | (size_t)p[1] << 8 | (size_t)p[2] << 16 |
-	              (size_t)p[3] << 24) % cap;
+	size_t off =
+	        ((size_t)p[0] | (size_t)p[1] << 8 | (size_t)p[2] << 16 | (size_t)p[3] << 24) % cap;
 	n -= 4;
 	memcpy(dst + off, p + 4, n < cap - off ? n : cap - off);
 }
@@ -113,14 +113,11 @@ static int apply(rh_dgc *d, uint8_t tag, const uint8_t *p, size_t n)
 		if (n < 1 || n - 1 > RH_PROTO_MAX - RH_PROTO_HDR)
 			return 0;
 		uint32_t plen = (uint32_t)(n - 1);
-		uint8_t h[RH_PROTO_HDR] = {RH_PROTO_MAGIC & 0xff,
-		                           RH_PROTO_MAGIC >> 8,
-		                           RH_PROTO_VERSION,
-		                           dgc_msg_types[p[0] % sizeof dgc_msg_types],
-		                           (uint8_t)plen,
-		                           (uint8_t)(plen >> 8),
-		                           (uint8_t)(plen >> 16),
-		                           (uint8_t)(plen >> 24)};
+		uint8_t h[RH_PROTO_HDR] = {
+		        RH_PROTO_MAGIC & 0xff, RH_PROTO_MAGIC >> 8,
+		        RH_PROTO_VERSION,      dgc_msg_types[p[0] % sizeof dgc_msg_types],
+		        (uint8_t)plen,         (uint8_t)(plen >> 8),
+		        (uint8_t)(plen >> 16), (uint8_t)(plen >> 24)};
 		memcpy(msg, h, sizeof h);
 		memcpy(msg + sizeof h, p + 1, plen);
 		len = sizeof h + plen;

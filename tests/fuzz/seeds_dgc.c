@@ -63,10 +63,14 @@ static void types(seed *s)
 	rh_type_table t;
 	rh_error err = {0};
 	if (rh_typetab_init(&t) ||
-	    !rh_typetab_add(&t, &(rh_type_desc){.name = "pair", .size = 24, .ptr_offsets = pair, .n_ptrs = 2},
-	                    &err) ||
-	    !rh_typetab_add(&t, &(rh_type_desc){.name = "bytes", .layout = RH_LAYOUT_BYTE_ARRAY, .size = 16},
-	                    &err))
+	    !rh_typetab_add(
+	            &t,
+	            &(rh_type_desc){.name = "pair", .size = 24, .ptr_offsets = pair, .n_ptrs = 2},
+	            &err) ||
+	    !rh_typetab_add(
+	            &t,
+	            &(rh_type_desc){.name = "bytes", .layout = RH_LAYOUT_BYTE_ARRAY, .size = 16},
+	            &err))
 		rh_panic("seeds_dgc: type table: %s", err.msg);
 	char *j = rh_typetab_to_json(&t);
 	rec(s, DGC_TYPES, j, strlen(j));
@@ -90,10 +94,10 @@ static void image(seed *s)
 	for (unsigned i = 0; i < PAIRS_4; i++) {
 		r4[3 * i] = rh_header_make(1, 24);
 		r4[3 * i + 1] = i + 1 < PAIRS_4 ? pair_at(0, i + 1) : 0;
-		r4[3 * i + 2] = i % 10 == 0   ? DGC_HEAP_BASE + 16 /* partition 0 */
-		                : i % 7 == 0  ? 0x2bull          /* an immediate */
-		                : i % 3 == 0  ? pair_at(1, i % PAIRS_5)
-		                              : 0;
+		r4[3 * i + 2] = i % 10 == 0  ? DGC_HEAP_BASE + 16 /* partition 0 */
+		                : i % 7 == 0 ? 0x2bull            /* an immediate */
+		                : i % 3 == 0 ? pair_at(1, i % PAIRS_5)
+		                             : 0;
 	}
 	for (unsigned i = 0; i < PAIRS_5; i++) {
 		r5[3 * i] = rh_header_make(1, 24);
@@ -111,10 +115,20 @@ static void image(seed *s)
 
 static void regions(seed *s, int humongous)
 {
-	rh_region_desc e[] = {
-	        {.region = 4, .ident = 1, .top = PAIRS_4 * 24, .kind = RH_REGION_OLD, .evicted_pct = 100},
-	        {.region = 5, .ident = 2, .top = PAIRS_5 * 24, .kind = RH_REGION_OLD, .evicted_pct = 90},
-	        {.region = 6, .ident = 3, .top = (uint32_t)DGC_REGION, .kind = RH_REGION_HUMONGOUS}};
+	rh_region_desc e[] = {{.region = 4,
+	                       .ident = 1,
+	                       .top = PAIRS_4 * 24,
+	                       .kind = RH_REGION_OLD,
+	                       .evicted_pct = 100},
+	                      {.region = 5,
+	                       .ident = 2,
+	                       .top = PAIRS_5 * 24,
+	                       .kind = RH_REGION_OLD,
+	                       .evicted_pct = 90},
+	                      {.region = 6,
+	                       .ident = 3,
+	                       .top = (uint32_t)DGC_REGION,
+	                       .kind = RH_REGION_HUMONGOUS}};
 	rh_msg m = {.type = RH_MSG_REGIONS};
 	m.u.regions = (rh_msg_regions){.epoch = 1,
 	                               .flags = RH_REGIONS_FIRST | RH_REGIONS_LAST,
@@ -195,7 +209,8 @@ void dgc_seeds(const char *dir)
 	msg(&s, &m);
 	static const uint64_t refs[] = {DGC_PART_BASE, DGC_PART_BASE + 2 * DGC_REGION};
 	rh_msg r = {.type = RH_MSG_MARK_REFS};
-	r.u.mark_refs = (rh_msg_mark_refs){.partition = 1, .flags = RH_MARK_ROOTS, .n = 2, .addrs = refs};
+	r.u.mark_refs =
+	        (rh_msg_mark_refs){.partition = 1, .flags = RH_MARK_ROOTS, .n = 2, .addrs = refs};
 	msg(&s, &r);
 	m.u.full.phase = RH_FULL_END;
 	msg(&s, &m);
