@@ -303,6 +303,13 @@ static int read_secret(const struct ctx *c, const char *path, uint8_t out[RH_SEC
 		rc = fail(c, "secret_file", "%s is not a regular file", sp);
 		goto out;
 	}
+	/* Another user's file: that user knows the secret, or can change it
+	 * (security.S4). */
+	if (st.st_uid != geteuid()) {
+		rc = fail(c, "secret_file", "%s is owned by uid %u, not by this user (uid %u)", sp,
+		          (unsigned)st.st_uid, (unsigned)geteuid());
+		goto out;
+	}
 	if (st.st_mode & 077) {
 		rc = fail(c, "secret_file",
 		          "%s has mode %04o; group and others must have no access (chmod 600)", sp,

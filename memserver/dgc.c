@@ -284,6 +284,11 @@ static int on_roots(rh_dgc *d, const rh_msg_roots *m)
 	 * empty, and the CPU server would choose it for nothing. */
 	if (!remark)
 		t->have_roots = 1;
+	/* Appended batches are bounded by the region's words, so a peer
+	 * cannot grow the list without end (security.M1). */
+	if (*n + m->n > d->region_size / 8)
+		return rh_dgc_fail(d, "ROOTS: more than %llu roots for region %u",
+		                   (unsigned long long)(d->region_size / 8), m->region);
 	*v = grow(*v, cap, *n + m->n, sizeof **v);
 	for (uint32_t i = 0; i < m->n; i++) {
 		uint32_t off = rh_msg_roots_get(m, i);
@@ -478,39 +483,51 @@ int rh_dgc_send(rh_dgc *d, const rh_msg *m)
 	return -1;
 }
 
+/* Check every region an EVACUATE names before any state changes
+ * (security.M1): sources old and in use, destinations free, all in this
+ * partition. The decoder already refused a region named twice (a source
+ * evacuated twice would copy forwarding headers as objects). Fills src[]
+ * with local indices. */
+static int check_evacuate(rh_dgc *d, const rh_msg_evacuate *m, uint32_t *src, dcur *dst)
+{
+	for (uint32_t i = 0; i < m->n_src + m->n_dst; i++) {
+		uint32_t l;
+		uint32_t g = rh_msg_evacuate_region(m, i);
+		bool is_src = i < m->n_src;
+		if (local_of(d, g, &l) < 0)
+			return rh_dgc_fail(d, "EVACUATE: region %u is not in partition %u", g,
+			                   d->part.index);
+		if (is_src ? d->r[l].kind != RH_REGION_OLD || !d->r[l].top
+		           : d->r[l].kind != RH_REGION_FREE)
+			return rh_dgc_fail(d, "EVACUATE: region %u is %s here, expected %s", g,
+			                   d->r[l].kind == RH_REGION_FREE ? "free" : "in use",
+			                   is_src ? "an old region" : "a free one");
+		src[i] = l;
+		if (!is_src)
+			dst[i - m->n_src].region = g;
+	}
+	return 0;
+}
+
 static int on_evacuate(rh_dgc *d, const rh_msg_evacuate *m)
 {
 	uint64_t t0 = rh_now_ns();
 	bool no_remark = m->flags & RH_EVAC_NO_REMARK;
-	uint32_t *src = malloc((m->n_src + m->n_dst) * sizeof *src);
+	uint32_t *src = calloc(m->n_src + m->n_dst, sizeof *src);
 	evac e = {.d = d, .no_remark = no_remark};
 	e.dst = calloc(m->n_dst ? m->n_dst : 1, sizeof *e.dst);
 	rh_evac_src *res = calloc(m->n_src, sizeof *res);
 	uintptr_t *moved = NULL;
 	size_t n_moved = 0, cap_moved = 0;
+	/* Sources whose `moved` flag the cleanup resets: none until all are
+	 * checked (security.M1). */
+	uint32_t n_checked = 0;
 	int rc = -1;
 	if (!src || !e.dst || !res)
 		rh_panic("tracer: out of memory for an EVACUATE");
-	for (uint32_t i = 0; i < m->n_src + m->n_dst; i++) {
-		uint32_t l;
-		uint32_t g = rh_msg_evacuate_region(m, i);
-		if (local_of(d, g, &l) < 0) {
-			rh_dgc_fail(d, "EVACUATE: region %u is not in partition %u", g,
-			            d->part.index);
-			goto out;
-		}
-		bool is_src = i < m->n_src;
-		if (is_src ? d->r[l].kind != RH_REGION_OLD || !d->r[l].top
-		           : d->r[l].kind != RH_REGION_FREE) {
-			rh_dgc_fail(d, "EVACUATE: region %u is %s here, expected %s", g,
-			            d->r[l].kind == RH_REGION_FREE ? "free" : "in use",
-			            is_src ? "an old region" : "a free one");
-			goto out;
-		}
-		src[i] = l;
-		if (!is_src)
-			e.dst[i - m->n_src].region = g;
-	}
+	if (check_evacuate(d, m, src, e.dst) < 0)
+		goto out;
+	n_checked = m->n_src;
 	e.n_dst = m->n_dst;
 
 	uint64_t rescanned = 0;
@@ -619,7 +636,7 @@ static int on_evacuate(rh_dgc *d, const rh_msg_evacuate *m)
 		}
 	}
 out:
-	for (uint32_t i = 0; i < m->n_src && src; i++)
+	for (uint32_t i = 0; i < n_checked; i++)
 		d->r[src[i]].moved = 0;
 	free(src);
 	free(e.dst);
@@ -629,21 +646,20 @@ out:
 	return rc;
 }
 
-static int handle(rh_dgc *d, inmsg *in)
+int rh_dgc_handle(rh_dgc *d, const uint8_t *buf, size_t len)
 {
-	if (in->buf[0] == PSEUDO_TYPES) {
+	if (len && buf[0] == PSEUDO_TYPES) {
 		rh_error err;
 		rh_typetab_free(&d->types);
 		rh_typetab_init(&d->types);
-		if (rh_typetab_from_json(&d->types, (const char *)in->buf + 1, in->len - 1, &err) !=
-		    RH_OK)
+		if (rh_typetab_from_json(&d->types, (const char *)buf + 1, len - 1, &err) != RH_OK)
 			return rh_dgc_fail(d, "type table: %s", err.msg);
 		d->have_types = true;
 		return 0;
 	}
 	rh_msg m;
 	rh_error err;
-	if (rh_msg_decode(in->buf, in->len, &m, &err) != RH_OK)
+	if (rh_msg_decode(buf, len, &m, &err) != RH_OK)
 		return rh_dgc_fail(d, "%s", err.msg);
 	switch (m.type) {
 	case RH_MSG_REGIONS:
@@ -710,6 +726,14 @@ static void *helper_main(void *arg)
 	return NULL;
 }
 
+bool rh_dgc_mark_next(rh_dgc *d)
+{
+	int64_t l = d->have_types && !d->full ? pick(d) : -1;
+	if (l >= 0)
+		mark_region(d, &d->mx, (uint32_t)l);
+	return l >= 0;
+}
+
 static void *dgc_main(void *arg)
 {
 	rh_dgc *d = arg;
@@ -727,7 +751,7 @@ static void *dgc_main(void *arg)
 			if (!d->in_head)
 				d->in_tail = NULL;
 			pthread_mutex_unlock(&d->lock);
-			handle(d, in);
+			rh_dgc_handle(d, in->buf, in->len);
 			free(in);
 			pthread_mutex_lock(&d->lock);
 			continue;
@@ -756,8 +780,8 @@ static void *dgc_main(void *arg)
 	return NULL;
 }
 
-int rh_dgc_open(rh_dgc **out, const rh_config *cfg, const rh_partition *part, rh_region_meta *meta,
-                rh_dgc_send_fn send, void *send_ctx, rh_error *err)
+int rh_dgc_new(rh_dgc **out, const rh_config *cfg, const rh_partition *part, rh_region_meta *meta,
+               rh_dgc_send_fn send, void *send_ctx, rh_error *err)
 {
 	rh_dgc *d = calloc(1, sizeof *d);
 	if (!d)
@@ -801,6 +825,17 @@ int rh_dgc_open(rh_dgc **out, const rh_config *cfg, const rh_partition *part, rh
 		rh_dgc_close(d);
 		return rh_err_set(err, RH_ENOMEM, "tracer: out of memory for marking state");
 	}
+	*out = d;
+	return RH_OK;
+}
+
+int rh_dgc_open(rh_dgc **out, const rh_config *cfg, const rh_partition *part, rh_region_meta *meta,
+                rh_dgc_send_fn send, void *send_ctx, rh_error *err)
+{
+	rh_dgc *d;
+	int rc = rh_dgc_new(&d, cfg, part, meta, send, send_ctx, err);
+	if (rc != RH_OK)
+		return rc;
 	if (pthread_create(&d->thr, NULL, dgc_main, d) != 0) {
 		rh_dgc_close(d);
 		return rh_err_set(err, RH_ENOMEM, "tracer: cannot start the marking thread");

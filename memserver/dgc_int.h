@@ -124,6 +124,16 @@ int rh_dgc_fail(rh_dgc *d, const char *fmt, ...) RH_PRINTF(2, 3);
 int rh_dgc_send(rh_dgc *d, const rh_msg *m);
 void rh_dgc_reset_region(rh_dgc *d, uint32_t l);
 
+/* The state of rh_dgc_open without its threads: tests/fuzz/fuzz_dgc.c
+ * drives it on its own thread through the two calls below. */
+int rh_dgc_new(rh_dgc **out, const rh_config *cfg, const rh_partition *part, rh_region_meta *meta,
+               rh_dgc_send_fn send, void *send_ctx, rh_error *err);
+/* Handle one queued message (as rh_dgc_post took it, or rh_dgc_set_types
+ * behind PSEUDO_TYPES). 0, or -1 when it broke the protocol (failed set). */
+int rh_dgc_handle(rh_dgc *d, const uint8_t *buf, size_t len);
+/* Mark the next region MSCT would pick; false if none is due. */
+bool rh_dgc_mark_next(rh_dgc *d);
+
 /* Full-heap marking (dgc_full.c). */
 int rh_dgc_full_begin(rh_dgc *d, const rh_msg_full *m);
 int rh_dgc_full_refs(rh_dgc *d, const rh_msg_mark_refs *m);

@@ -1,4 +1,5 @@
 #include <ctype.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -109,9 +110,18 @@ static void write_status(server *s)
 	}
 	char tmp[4200];
 	snprintf(tmp, sizeof tmp, "%s.tmp", s->o->status_path);
-	/* Write then rename, so readers never see a half-written file. */
-	if (j && json_dump_file(j, tmp, JSON_COMPACT) == 0)
-		rename(tmp, s->o->status_path);
+	/* Write then rename, so readers never see a half-written file. A
+	 * fresh file (O_EXCL, O_NOFOLLOW): a symlink left at the temporary's
+	 * name is not followed (security.S2). */
+	unlink(tmp);
+	int fd = j ? open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600) : -1;
+	if (fd >= 0) {
+		int ok = json_dumpfd(j, fd, JSON_COMPACT) == 0;
+		if (close(fd) == 0 && ok)
+			rename(tmp, s->o->status_path);
+		else
+			unlink(tmp);
+	}
 	json_decref(j);
 }
 
@@ -191,32 +201,59 @@ static void refuse_busy(server *s, rh_tp_conn *c)
 	rh_tp_close(c);
 }
 
-static void log_refusal(server *s, const char *why)
+/* Start a new one-second window once the last has passed, reporting the
+ * refusals it did not log one by one (under conn_lock). */
+static unsigned next_window(server *s, uint64_t now)
 {
-	atomic_fetch_add(&s->refused, 1);
-	char text[sizeof((rh_error *)0)->msg];
-	snprintf(text, sizeof text, "%s", why);
-	sanitize(text);
-	uint64_t now = rh_now_ns();
 	unsigned suppressed = 0;
-	bool log = false;
-	pthread_mutex_lock(&s->conn_lock);
 	if (now - s->log_window_ns >= 1000000000ull) {
 		suppressed = s->log_suppressed;
 		s->log_window_ns = now;
 		s->log_in_window = 0;
 		s->log_suppressed = 0;
 	}
-	if (s->log_in_window < 20) {
+	return suppressed;
+}
+
+static void log_suppressed(unsigned n)
+{
+	if (n)
+		rh_log(RH_LOG_WARN, "tracerd",
+		       "refused %u more connections (not logged one by one)", n);
+}
+
+/* Called on the server's own 200 ms ticks: a flood's suppressed count is
+ * reported within about a second of its window, not only when the next
+ * refusal comes (security.L2). */
+static void flush_refusals(server *s)
+{
+	pthread_mutex_lock(&s->conn_lock);
+	unsigned suppressed = next_window(s, rh_now_ns());
+	pthread_mutex_unlock(&s->conn_lock);
+	log_suppressed(suppressed);
+}
+
+/* A connection that arrived and was refused: counted, and logged unless
+ * 20 were logged this second already. An authentication failure is always
+ * logged (security.L2): it is the one refusal that says someone tried the
+ * wrong secret. */
+static void log_refusal(server *s, int rc, const char *why)
+{
+	atomic_fetch_add(&s->refused, 1);
+	char text[sizeof((rh_error *)0)->msg];
+	snprintf(text, sizeof text, "%s", why);
+	sanitize(text);
+	bool log = rc == RH_EAUTH;
+	pthread_mutex_lock(&s->conn_lock);
+	unsigned suppressed = next_window(s, rh_now_ns());
+	if (s->log_in_window < 20 || log) {
 		s->log_in_window++;
 		log = true;
 	} else {
 		s->log_suppressed++;
 	}
 	pthread_mutex_unlock(&s->conn_lock);
-	if (suppressed)
-		rh_log(RH_LOG_WARN, "tracerd",
-		       "refused %u more connections (not logged one by one)", suppressed);
+	log_suppressed(suppressed);
 	if (log)
 		rh_log(RH_LOG_WARN, "tracerd", "refused a connection: %s", text);
 }
@@ -225,19 +262,18 @@ static void *handshaker_main(void *arg)
 {
 	server *s = arg;
 	uint32_t timeout = s->o->cfg->timeout_ms;
-	/* Short waits so that a stop is seen; shorter than the handshake
-	 * deadline, so a wait that ends in a timeout before it was no
-	 * handshake (the providers report both as RH_ETIMEDOUT). */
+	/* Short waits so that a stop is seen. */
 	int wait = timeout > 400 ? 200 : (int)(timeout / 2 ? timeout / 2 : 1);
 	while (!atomic_load(&s->hs_stop) && !atomic_load(&stop_requested)) {
 		rh_tp_conn *c;
 		rh_error e;
-		uint64_t t0 = rh_now_ns();
 		int rc = rh_tp_accept(s->listener, wait, &c, &e);
 		if (rc != RH_OK) {
-			uint64_t took = rh_now_ns() - t0;
-			if (rc != RH_ETIMEDOUT || took >= (uint64_t)timeout * 1000000ull)
-				log_refusal(s, e.msg);
+			/* RH_ETIMEDOUT: no connection arrived, nothing was
+			 * refused, however long the wait really took (a stopped
+			 * tracer, security.L1). A silent connection is RH_EPEER. */
+			if (rc != RH_ETIMEDOUT)
+				log_refusal(s, rc, e.msg);
 			continue;
 		}
 		pthread_mutex_lock(&s->conn_lock);
@@ -399,6 +435,7 @@ static int serve(server *s, rh_error *err)
 			write_status(s);
 			s->next_status_ns = now + 1000000000ull;
 		}
+		flush_refusals(s);
 		if (rh_dgc_status(s->dgc, err) != RH_OK)
 			return RH_EPEER; /* the ERROR went out already */
 		int mrc = check_memory(s, c, now, err);
@@ -565,6 +602,7 @@ int rh_server_run(const rh_server_opts *o, rh_error *err)
 			write_status(s);
 			s->next_status_ns = now + 1000000000ull;
 		}
+		flush_refusals(s);
 		pthread_mutex_lock(&s->conn_lock);
 	}
 	/* From here on a newly authenticated connection is refused as busy,

@@ -22,6 +22,7 @@
 
 #include "rheap/rheap.h"
 #include "soak.h"
+#include "state.h"
 
 static const char *prog = "rheapctl";
 
@@ -64,7 +65,10 @@ typedef struct ctl {
 	char config[PATH_MAX + 64];
 	char state[PATH_MAX - 64];
 	char tracerd[PATH_MAX];
+	int dfd; /* the state directory, checked (state.h) */
 	rh_config cfg;
+	pid_t child[RH_MAX_SERVERS]; /* tracers this process started */
+	int child_status[RH_MAX_SERVERS];
 } ctl;
 
 static int die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -105,9 +109,10 @@ static int free_port(void)
 static int make_default(ctl *c, const char *name, const char *heap, double cache,
                         unsigned timeout_ms)
 {
-	char secret_path[PATH_MAX + 16];
+	char secret_name[64], config_name[64];
 	snprintf(c->config, sizeof c->config, "%s/%s.json", c->state, name);
-	snprintf(secret_path, sizeof secret_path, "%s/%s.secret", c->state, name);
+	snprintf(config_name, sizeof config_name, "%s.json", name);
+	snprintf(secret_name, sizeof secret_name, "%s.secret", name);
 	uint8_t raw[24];
 	if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw)
 		return die("getrandom: %s", strerror(errno));
@@ -115,55 +120,78 @@ static int make_default(ctl *c, const char *name, const char *heap, double cache
 	for (size_t i = 0; i < sizeof raw; i++)
 		snprintf(hex + 2 * i, 3, "%02x", raw[i]);
 	strcat(hex, "\n");
-	unlink(secret_path);
-	int fd = open(secret_path, O_WRONLY | O_CREAT | O_EXCL, 0600);
-	if (fd < 0 || write(fd, hex, strlen(hex)) != (ssize_t)strlen(hex))
-		return die("writing %s: %s", secret_path, strerror(errno));
-	close(fd);
+	if (rh_state_write(c->dfd, secret_name, hex, strlen(hex), 0600) < 0)
+		return die("writing %s/%s: %s", c->state, secret_name, strerror(errno));
 	/* Free ports, picked by the kernel: two default clusters at once do
 	 * not collide. */
 	int port = free_port(), port2 = free_port();
 	if (port < 0 || port2 < 0)
 		return die("cannot find free ports on 127.0.0.1");
-	FILE *f = fopen(c->config, "w");
-	if (!f)
+	char text[1024];
+	int n = snprintf(text, sizeof text,
+	                 "{\n  \"heap\": {\"size\": \"%s\"},\n  \"cache\": {\"fraction\": %g},\n"
+	                 "  \"transport\": {\"provider\": \"shm\", \"timeout_ms\": %u},\n"
+	                 "  \"secret_file\": \"%s\",\n"
+	                 "  \"servers\": [\n    {\"host\": \"127.0.0.1\", \"port\": %d},\n"
+	                 "    {\"host\": \"127.0.0.1\", \"port\": %d}\n  ]\n}\n",
+	                 heap, cache, timeout_ms, secret_name, port, port2);
+	if (rh_state_write(c->dfd, config_name, text, (size_t)n, 0600) < 0)
 		return die("writing %s: %s", c->config, strerror(errno));
-	fprintf(f,
-	        "{\n  \"heap\": {\"size\": \"%s\"},\n  \"cache\": {\"fraction\": %g},\n"
-	        "  \"transport\": {\"provider\": \"shm\", \"timeout_ms\": %u},\n"
-	        "  \"secret_file\": \"%s.secret\",\n"
-	        "  \"servers\": [\n    {\"host\": \"127.0.0.1\", \"port\": %d},\n"
-	        "    {\"host\": \"127.0.0.1\", \"port\": %d}\n  ]\n}\n",
-	        heap, cache, timeout_ms, name, port, port2);
-	fclose(f);
 	return 0;
+}
+
+/* Keyed by the config's port: several clusters can share a state dir. */
+static void name_of(const ctl *c, size_t i, const char *what, char *out, size_t n)
+{
+	snprintf(out, n, "tracer-%u-%zu.%s", c->cfg.servers[i].port, i, what);
 }
 
 static void file_of(const ctl *c, size_t i, const char *what, char *out, size_t n)
 {
-	/* Keyed by the config's port: several clusters can share a state dir. */
-	snprintf(out, n, "%s/tracer-%u-%zu.%s", c->state, c->cfg.servers[i].port, i, what);
+	char name[96];
+	name_of(c, i, what, name, sizeof name);
+	snprintf(out, n, "%s/%s", c->state, name);
 }
 
+/* The pid of tracer i if its pid file names one of this cluster's tracers
+ * (security.S3); a pid file naming anything else is a leftover or a plant,
+ * and is removed without signalling anyone. */
 static pid_t read_pid(const ctl *c, size_t i)
 {
-	char path[PATH_MAX + 64];
-	file_of(c, i, "pid", path, sizeof path);
-	FILE *f = fopen(path, "r");
-	long pid = 0;
-	if (f) {
-		if (fscanf(f, "%ld", &pid) != 1)
-			pid = 0;
-		fclose(f);
-	}
-	return pid > 0 && kill((pid_t)pid, 0) == 0 ? (pid_t)pid : 0;
+	char name[96], status[PATH_MAX + 64], text[32];
+	name_of(c, i, "pid", name, sizeof name);
+	file_of(c, i, "status", status, sizeof status);
+	if (rh_state_read(c->dfd, name, text, sizeof text) <= 0)
+		return 0;
+	text[strcspn(text, "\n")] = 0;
+	char *end;
+	long pid = strtol(text, &end, 10);
+	if (pid > 0 && pid <= INT_MAX && !*end && rh_state_is_tracer((pid_t)pid, c->config, status))
+		return (pid_t)pid;
+	/* A tracer that has exited is no news; a live process that is not
+	 * one of ours is. */
+	if (pid > 0 && pid <= INT_MAX && !*end && (kill((pid_t)pid, 0) == 0 || errno == EPERM))
+		fprintf(stderr, "%s: %s/%s names no tracer of %s (pid %.20s); removed\n", prog,
+		        c->state, name, c->config, text);
+	unlinkat(c->dfd, name, 0);
+	return 0;
 }
 
 static json_t *read_status(const ctl *c, size_t i)
 {
-	char path[PATH_MAX + 64];
-	file_of(c, i, "status", path, sizeof path);
-	return json_load_file(path, 0, NULL);
+	char name[96], text[16384];
+	name_of(c, i, "status", name, sizeof name);
+	ssize_t n = rh_state_read(c->dfd, name, text, sizeof text);
+	return n > 0 ? json_loadb(text, (size_t)n, 0, NULL) : NULL;
+}
+
+static void remove_files(const ctl *c, size_t i)
+{
+	char name[96];
+	name_of(c, i, "pid", name, sizeof name);
+	unlinkat(c->dfd, name, 0);
+	name_of(c, i, "status", name, sizeof name);
+	unlinkat(c->dfd, name, 0);
 }
 
 /* supervised: this process stays in the foreground and brings the tracers
@@ -180,11 +208,11 @@ static int cmd_up(ctl *c, bool supervised)
 			fprintf(stderr, "%s: tracer %zu is already running\n", prog, i);
 			continue;
 		}
-		char status[PATH_MAX + 64], pidf[PATH_MAX + 64], idx[24];
+		char status[PATH_MAX + 64], pidf[96], idx[24];
 		file_of(c, i, "status", status, sizeof status);
-		file_of(c, i, "pid", pidf, sizeof pidf);
+		name_of(c, i, "pid", pidf, sizeof pidf);
 		snprintf(idx, sizeof idx, "%zu", i);
-		unlink(status);
+		remove_files(c, i);
 		pid_t p = fork();
 		if (p < 0)
 			return die("fork: %s", strerror(errno));
@@ -206,11 +234,11 @@ static int cmd_up(ctl *c, bool supervised)
 			        strerror(errno));
 			_exit(127);
 		}
-		FILE *f = fopen(pidf, "w");
-		if (f) {
-			fprintf(f, "%d\n", (int)p);
-			fclose(f);
-		}
+		char text[32];
+		int n = snprintf(text, sizeof text, "%d\n", (int)p);
+		if (rh_state_write(c->dfd, pidf, text, (size_t)n, 0600) < 0)
+			return die("writing %s/%s: %s", c->state, pidf, strerror(errno));
+		c->child[i] = p;
 		started++;
 	}
 	/* Ready when every tracer reports it is listening. */
@@ -223,7 +251,10 @@ static int cmd_up(ctl *c, bool supervised)
 			json_t *j = read_status(c, i);
 			ready += j != NULL;
 			json_decref(j);
-			if (!read_pid(c, i))
+			/* A child may not have exec'd yet: read_pid would not
+			 * know it for a tracer. */
+			if (c->child[i] ? waitpid(c->child[i], NULL, WNOHANG) == c->child[i]
+			                : !read_pid(c, i))
 				return die(
 				        "tracer %zu exited while starting (see its messages above)",
 				        i);
@@ -239,8 +270,25 @@ static int cmd_up(ctl *c, bool supervised)
 	return die("tracers did not report ready within 5 s");
 }
 
+/* Collect the tracers this process started that have exited: the number
+ * that did so with a failure (a signal or a nonzero status). */
+static int reap(ctl *c)
+{
+	int failed = 0;
+	for (size_t i = 0; i < c->cfg.n_servers; i++) {
+		int st;
+		if (c->child[i] && waitpid(c->child[i], &st, WNOHANG) == c->child[i]) {
+			c->child[i] = 0;
+			c->child_status[i] = st;
+			failed += !WIFEXITED(st) || WEXITSTATUS(st) != 0;
+		}
+	}
+	return failed;
+}
+
 static int cmd_down(ctl *c)
 {
+	reap(c);
 	for (size_t i = 0; i < c->cfg.n_servers; i++) {
 		pid_t p = read_pid(c, i);
 		if (!p)
@@ -254,11 +302,7 @@ static int cmd_down(ctl *c)
 			kill(p, SIGKILL);
 			waitpid(p, NULL, 0);
 		}
-		char path[PATH_MAX + 64];
-		file_of(c, i, "pid", path, sizeof path);
-		unlink(path);
-		file_of(c, i, "status", path, sizeof path);
-		unlink(path);
+		remove_files(c, i);
 	}
 	return 0;
 }
@@ -365,11 +409,9 @@ static int cmd_soak(ctl *c, const rh_soak_opts *so)
 	int st = 0;
 	while (waitpid(p, &st, 0) < 0 && errno == EINTR)
 		;
-	/* Tracers that died under the soak are a failure too. */
-	int lost = 0;
-	for (size_t i = 0; i < c->cfg.n_servers; i++)
-		if (is_local(c->cfg.servers[i].host) && !read_pid(c, i))
-			lost++;
+	/* Tracers that died under the soak are a failure too; one that left
+	 * after its CPU server said BYE exited with 0. */
+	int lost = reap(c);
 	cmd_down(c);
 	if (WIFSIGNALED(st)) {
 		printf("soak: FAIL: the workload died of signal %d (%s)%s\n", WTERMSIG(st),
@@ -476,8 +518,13 @@ int main(int argc, char **argv)
 		snprintf(c.state, sizeof c.state, "%s", state);
 	else
 		snprintf(c.state, sizeof c.state, "/tmp/rheap-%u", (unsigned)getuid());
-	if (mkdir(c.state, 0700) < 0 && errno != EEXIST)
-		return die("cannot create the state dir %s: %s", c.state, strerror(errno));
+	char why[PATH_MAX + 200];
+	if ((c.dfd = rh_state_open(c.state, why, sizeof why)) < 0)
+		return die("state dir refused: %s", why);
+	/* Canonical, as the tracers' command lines name files in it. */
+	char real[PATH_MAX];
+	if (realpath(c.state, real) && strlen(real) < sizeof c.state)
+		snprintf(c.state, sizeof c.state, "%s", real);
 	if (!c.tracerd[0])
 		find_tracerd(&c);
 	if (config) {

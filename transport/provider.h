@@ -141,8 +141,11 @@ struct rh_tp_provider {
 	              rh_tp_listener **out, rh_error *err);
 	uint16_t (*listener_port)(const rh_tp_listener *l);
 	/* One authenticated connection (auth.h), or RH_ETIMEDOUT after
-	 * timeout_ms (< 0: forever). An authentication failure returns
-	 * RH_EAUTH and leaves the listener usable for the next accept. */
+	 * timeout_ms (< 0: forever) when no connection arrived. An
+	 * authentication failure returns RH_EAUTH, and a connection silent
+	 * past its handshake deadline RH_EPEER (rh_tp_handshake_rc): callers
+	 * count those as refused connections and an RH_ETIMEDOUT as none. Both
+	 * leave the listener usable for the next accept. */
 	int (*accept)(rh_tp_listener *l, int timeout_ms, rh_tp_conn **out, rh_error *err);
 	void (*listener_close)(rh_tp_listener *l);
 	/* Connect and authenticate within cfg->timeout_ms. Wrong secret on
@@ -189,5 +192,17 @@ extern const struct rh_tp_provider rh_tp_shm;
 #ifdef RH_HAVE_VERBS
 extern const struct rh_tp_provider rh_tp_verbs;
 #endif
+
+/* A connection arrived and its handshake ended with rc: a deadline passed
+ * there is the peer's silence (RH_EPEER), not an accept without a
+ * connection (RH_ETIMEDOUT; see ops->accept). */
+static inline int rh_tp_handshake_rc(int rc, rh_error *err)
+{
+	if (rc != RH_ETIMEDOUT)
+		return rc;
+	if (err)
+		err->code = RH_EPEER;
+	return RH_EPEER;
+}
 
 #endif

@@ -5,6 +5,7 @@
  *                 (in the current version: seeds of an older one would all
  *                 stop at the version check)
  *   DIR/auth/     one script per fuzz_auth scenario
+ *   DIR/dgc/      heap images and collector messages (seeds_dgc.c)
  * The config seeds are hand-written JSON and live in the tree as they are.
  *
  * Usage: rh-fuzz-seeds DIR
@@ -19,6 +20,8 @@
 #include "transport/auth.h"
 
 static const char *root;
+
+void dgc_seeds(const char *dir);
 
 static void write_seed(const char *sub, const char *name, const void *buf, size_t len)
 {
@@ -313,5 +316,8 @@ int main(int argc, char **argv)
 	typetab_seeds();
 	proto_seeds();
 	auth_seeds();
+	char dir[4096];
+	snprintf(dir, sizeof dir, "%s/dgc", root);
+	dgc_seeds(dir);
 	return 0;
 }

@@ -10,107 +10,10 @@
 #include <pthread.h>
 #include <sys/socket.h>
 
-#include "gc/layout.h"
-#include "gc/proto.h"
-#include "runtime/internal.h"
-#include "tests/ops/ops.h"
+#include "tests/ops/client.h"
 #include "transport/auth.h"
-#include "transport/transport.h"
 
 static const char *tracerd, *provider;
-
-typedef struct client {
-	rh_config cfg;
-	rh_partition part;
-	rh_tp_conn *conn;
-	uint8_t buf[RH_PROTO_MAX];
-} client;
-
-static int connect_to(client *k, const cluster *c, int port, const char *secret, rh_error *err)
-{
-	if (rh_config_load(c->config, &k->cfg, err) != RH_OK)
-		return err->code;
-	rh_partition_of(&k->cfg, 0, &k->part);
-	rh_tp_opts o = {.provider = provider,
-	                .secret = secret ? (const uint8_t *)secret : k->cfg.secret,
-	                .secret_len = secret ? strlen(secret) : k->cfg.secret_len,
-	                .timeout_ms = 2000};
-	return rh_tp_connect(&o, cluster_host(), (uint16_t)port, &k->conn, err);
-}
-
-static int send_msg(client *k, const rh_msg *m, rh_error *err)
-{
-	size_t n = rh_msg_encode(m, k->buf, sizeof k->buf);
-	return n ? rh_tp_send(k->conn, k->buf, n, 2000, err) : RH_EINVAL;
-}
-
-static int recv_msg(client *k, rh_msg *m, rh_error *err)
-{
-	size_t len;
-	int rc = rh_tp_recv(k->conn, k->buf, sizeof k->buf, &len, 3000, err);
-	return rc == RH_OK ? rh_msg_decode(k->buf, len, m, err) : rc;
-}
-
-/* HELLO as the CPU server of partition 0; RH_OK on HELLO_OK. */
-static int hello(client *k, rh_error *err)
-{
-	rh_msg m = {.type = RH_MSG_HELLO};
-	m.u.hello = (rh_msg_hello){.partition = 0,
-	                           .heap_base = k->cfg.heap_base,
-	                           .heap_size = k->cfg.heap_size,
-	                           .region_size = k->cfg.region_size,
-	                           .part_base = k->part.base,
-	                           .part_size = k->part.size};
-	int rc = send_msg(k, &m, err);
-	if (rc == RH_OK)
-		rc = recv_msg(k, &m, err);
-	return rc == RH_OK && m.type != RH_MSG_HELLO_OK ? RH_EPEER : rc;
-}
-
-/* connect_to with the cluster's secret, then hello. */
-static int connect_and_hello(client *k, const cluster *c, rh_error *err)
-{
-	int rc = connect_to(k, c, c->port[0], NULL, err);
-	if (rc == RH_OK)
-		rc = hello(k, err);
-	return rc;
-}
-
-/* One tracer, counted as a check when it does not start. */
-static int start_tracer(cluster *c)
-{
-	if (cluster_start_with(c, tracerd, provider, 1, 64, 0.25, 2000, NULL, OPS_TRACERS(NULL)) >=
-	    0)
-		return 0;
-	CHECK(0, "start a tracer");
-	return -1;
-}
-
-/* A tracer and k connected to it as its CPU server; on failure nothing is
- * left running, so the case can simply return. */
-static int start_and_hello(cluster *c, client *k, rh_error *err)
-{
-	if (start_tracer(c) < 0)
-		return -1;
-	int rc = connect_and_hello(k, c, err);
-	CHECK(rc == RH_OK, "HELLO_OK (%s)", rc ? err->msg : "");
-	if (rc == RH_OK)
-		return 0;
-	if (k->conn)
-		rh_tp_close(k->conn);
-	cluster_stop(c);
-	return -1;
-}
-
-static int wait_log(const cluster *c, const char *what, char *log, size_t cap)
-{
-	for (int t = 0; t < 100; t++) {
-		if (strstr(cluster_log(c, 0, log, cap), what))
-			return 1;
-		usleep(30000);
-	}
-	return 0;
-}
 
 static int count(const char *hay, const char *needle)
 {
@@ -160,20 +63,21 @@ static void test_secret_and_replay(void)
 	cluster c;
 	char log[65536];
 	rh_error err;
-	if (start_tracer(&c) < 0)
+	if (client_start_tracer(&c, tracerd, provider) < 0)
 		return;
 	client bad = {0};
-	int rc = connect_to(&bad, &c, c.port[0], "not-the-secret-at-all", &err);
+	int rc = client_connect(&bad, &c, provider, c.port[0], "not-the-secret-at-all", &err);
 	CHECK(rc == RH_EAUTH, "wrong secret: refused with RH_EAUTH (%d: %s)", rc, err.msg);
 	if (rc == RH_OK)
 		rh_tp_close(bad.conn);
-	CHECK(wait_log(&c, "warn tracerd: refused a connection: transport: authentication failed",
-	               log, sizeof log),
+	CHECK(client_wait_log(
+	              &c, "warn tracerd: refused a connection: transport: authentication failed",
+	              log, sizeof log),
 	      "wrong secret: logged on the tracer: %s", log);
 
 	/* The tracer still serves the real CPU server. */
 	client good = {0};
-	rc = connect_and_hello(&good, &c, &err);
+	rc = client_open(&good, &c, provider, &err);
 	CHECK(rc == RH_OK, "after it, the right secret gets HELLO_OK (%s)", rc ? err.msg : "");
 
 	if (strcmp(provider, "tcp") == 0) {
@@ -186,9 +90,9 @@ static void test_secret_and_replay(void)
 		pthread_t thr;
 		pthread_create(&thr, NULL, proxy_main, &p);
 		client rec = {0};
-		rc = connect_to(&rec, &c, p.port, NULL, &err);
+		rc = client_connect(&rec, &c, provider, p.port, NULL, &err);
 		rh_msg m;
-		int rc2 = rc == RH_OK ? recv_msg(&rec, &m, &err) : rc;
+		int rc2 = rc == RH_OK ? client_recv(&rec, &m, &err) : rc;
 		CHECK(rc == RH_OK && rc2 == RH_OK && m.type == RH_MSG_ERROR &&
 		              m.u.error.code == RH_EBUSY,
 		      "a genuine second CPU server authenticates and is refused as busy (%s)",
@@ -241,7 +145,7 @@ static void test_outside(void)
 	char log[65536];
 	rh_error err;
 	client k = {0};
-	if (start_and_hello(&c, &k, &err) < 0)
+	if (client_start(&c, &k, tracerd, provider, &err) < 0)
 		return;
 	static uint8_t local[8192];
 	int rc = rh_tp_reg(k.conn, local, sizeof local, -1, 0, RH_TP_LOCAL, &err);
@@ -264,14 +168,14 @@ static void test_outside(void)
 	rh_msg m = {.type = RH_MSG_FREE, .seq = 1};
 	m.u.free.n = 1;
 	m.u.free.regions = (const uint8_t *)&region;
-	rc = send_msg(&k, &m, &err);
+	rc = client_send(&k, &m, &err);
 	rh_msg ans;
-	int rc2 = rc == RH_OK ? recv_msg(&k, &ans, &err) : rc;
+	int rc2 = rc == RH_OK ? client_recv(&k, &ans, &err) : rc;
 	CHECK(rc2 == RH_OK && ans.type == RH_MSG_ERROR && strstr(ans.u.error.text, "outside"),
 	      "FREE outside the partition is answered with ERROR (%s)",
 	      rc2 == RH_OK && ans.type == RH_MSG_ERROR ? ans.u.error.text : err.msg);
-	CHECK(wait_log(&c, "error tracerd: CPU server lost: tracer: FREE of region", log,
-	               sizeof log),
+	CHECK(client_wait_log(&c, "error tracerd: CPU server lost: tracer: FREE of region", log,
+	                      sizeof log),
 	      "and logged: %s", log);
 	rh_tp_close(k.conn);
 	int st;
@@ -290,7 +194,7 @@ static void test_oversize(void)
 	char log[65536];
 	rh_error err;
 	client k = {0};
-	if (start_and_hello(&c, &k, &err) < 0)
+	if (client_start(&c, &k, tracerd, provider, &err) < 0)
 		return;
 	static uint8_t big[RH_PROTO_MAX + 1];
 	int rc = rh_tp_send(k.conn, big, sizeof big, 2000, &err);
@@ -300,13 +204,13 @@ static void test_oversize(void)
 	rh_msg m = {.type = RH_MSG_TYPES};
 	m.u.types = (rh_msg_types){
 	        .offset = 0, .total = 65u << 20, .len = 2, .bytes = (const uint8_t *)"{}"};
-	rc = send_msg(&k, &m, &err);
+	rc = client_send(&k, &m, &err);
 	rh_msg ans;
-	int rc2 = rc == RH_OK ? recv_msg(&k, &ans, &err) : rc;
+	int rc2 = rc == RH_OK ? client_recv(&k, &ans, &err) : rc;
 	CHECK(rc2 == RH_OK && ans.type == RH_MSG_ERROR && strstr(ans.u.error.text, "64 MiB"),
 	      "a 65 MiB type table is answered with ERROR (%s)",
 	      rc2 == RH_OK && ans.type == RH_MSG_ERROR ? ans.u.error.text : err.msg);
-	CHECK(wait_log(&c, "exceeds 64 MiB", log, sizeof log) &&
+	CHECK(client_wait_log(&c, "exceeds 64 MiB", log, sizeof log) &&
 	              strstr(log, "error tracerd: CPU server lost"),
 	      "and logged: %s", log);
 	rh_tp_close(k.conn);

@@ -242,7 +242,7 @@ static int shm_accept(rh_tp_listener *bl, int timeout_ms, rh_tp_conn **out, rh_e
 	for (;;) {
 		int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd >= 0)
-			return setup(&l->base.cfg, fd, true, out, err);
+			return rh_tp_handshake_rc(setup(&l->base.cfg, fd, true, out, err), err);
 		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
 			return rh_err_errno(err, RH_EIO, "transport: shm: accept");
 		int rc = rh_sock_wait(l->fd, POLLIN, deadline, err);

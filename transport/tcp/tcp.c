@@ -135,7 +135,7 @@ static int tcp_accept(rh_tp_listener *bl, int timeout_ms, rh_tp_conn **out, rh_e
 	for (;;) {
 		int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd >= 0)
-			return setup(&l->base.cfg, fd, true, out, err);
+			return rh_tp_handshake_rc(setup(&l->base.cfg, fd, true, out, err), err);
 		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
 		    errno != ECONNABORTED)
 			return rh_err_errno(err, RH_EIO, "transport: tcp: accept");

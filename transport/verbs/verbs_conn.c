@@ -542,6 +542,6 @@ int rh_vb_accept(rh_tp_listener *base, int timeout_ms, rh_tp_conn **out, rh_erro
 		/* The handshake gets the connection timeout, even when the
 		 * caller waits forever for the request itself. */
 		uint64_t d = rh_vb_deadline((int)l->cfg.timeout_ms);
-		return accept_one(l, id, &theirs, d, out, err);
+		return rh_tp_handshake_rc(accept_one(l, id, &theirs, d, out, err), err);
 	}
 }

@@ -1,0 +1,25 @@
+/* rheapctl's state directory (docs/security.md, "The local state
+ * directory"): created or checked before use, then every file in it is
+ * opened through the directory's descriptor, never through a symlink. */
+#ifndef RH_TOOLS_STATE_H
+#define RH_TOOLS_STATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+/* Create `path` (mode 0700) or check the one there: a directory, not a
+ * symlink, owned by this user, mode 0700 (security.S1). The descriptor, or
+ * -1 with why[] saying what is wrong. */
+int rh_state_open(const char *path, char *why, size_t n);
+/* Replace `name` with len bytes: written to a fresh temporary with
+ * O_EXCL|O_NOFOLLOW, then renamed over it (security.S2). 0 or -1 (errno). */
+int rh_state_write(int dfd, const char *name, const void *data, size_t len, mode_t mode);
+/* Read `name` (a regular file of this user, not a symlink) into buf,
+ * NUL-terminated; the bytes read, or -1 (errno). */
+ssize_t rh_state_read(int dfd, const char *name, char *buf, size_t cap);
+/* True if pid is a process of this user running rheap-tracerd with
+ * exactly this config and status file (security.S3). */
+bool rh_state_is_tracer(pid_t pid, const char *config, const char *status);
+
+#endif
