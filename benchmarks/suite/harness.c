@@ -272,6 +272,11 @@ static void *sampler_main(void *arg)
 void rs_start(rs_env *e)
 {
 	rh_error err = {0};
+	if (e->threads > 1 && !e->multi) {
+		fprintf(stderr, "rh-suite-%s: runs one mutator thread: --threads must be 1\n",
+		        e->workload);
+		exit(2);
+	}
 	/* Every workload keeps its references in shadow-stack frames and
 	 * globals, as a precise VM does. */
 	rh_set_conservative(e->h, false);

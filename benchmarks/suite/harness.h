@@ -49,6 +49,7 @@ typedef struct rs_env {
 	const char *mode;        /* the driver's label, copied to the JSON */
 	uint64_t sample_ms;
 	unsigned threads; /* mutator threads, --threads (rs_run_threads) */
+	bool multi;       /* set by a workload that runs rs_run_threads */
 	rh_config cfg;
 	rh_heap *h;
 	rh_mutator *m;
@@ -84,7 +85,9 @@ void rs_init(rs_env *e, const char *workload, uint64_t default_size, int argc, c
 void rs_open(rs_env *e);
 /* Registers a type; exits with rheap's message on failure. */
 rh_type_id rs_type(rs_env *e, const rh_type_desc *d);
-/* After the types: precise roots only, events, attach, sampler, clock. */
+/* After the types: precise roots only, events, attach, sampler, clock.
+ * Exits if --threads asked for more than one thread of a workload that
+ * did not set multi. */
 void rs_start(rs_env *e);
 /* Stops the clock and the sampler, reads the tracers, writes the JSON,
  * closes the heap. Returns the process exit code (1 when !ok). */

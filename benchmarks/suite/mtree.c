@@ -199,6 +199,7 @@ int main(int argc, char **argv)
 	                                          .layout = RH_LAYOUT_REF_ARRAY,
 	                                          .size = RH_ARRAY_HEADER_SIZE,
 	                                          .elem_size = 8});
+	env.multi = true;
 	rs_start(&env);
 	rs_run_threads(&env, work, &pl);
 
