@@ -11,7 +11,7 @@
 #include <sys/socket.h>
 
 #include "gc/layout.h"
-#include "gc/proto.h"
+#include "wire/proto.h"
 #include "runtime/internal.h"
 #include "tests/ops/ops.h"
 #include "transport/auth.h"
