@@ -241,18 +241,28 @@ static size_t elem_size(const elem *e)
 	return fixed_size(e->f, e->n);
 }
 
+/* Host members are read and written with memcpy: the member may be any
+ * of the four widths, and no alignment is assumed of the caller's arrays. */
 static inline uint64_t host_get(const void *base, const field *f)
 {
 	const uint8_t *p = (const uint8_t *)base + f->off;
+	uint8_t v8;
+	uint16_t v16;
+	uint32_t v32;
+	uint64_t v64;
 	switch (f->host) {
 	case 1:
-		return *p;
+		memcpy(&v8, p, 1);
+		return v8;
 	case 2:
-		return *(const uint16_t *)(const void *)p;
+		memcpy(&v16, p, 2);
+		return v16;
 	case 4:
-		return *(const uint32_t *)(const void *)p;
+		memcpy(&v32, p, 4);
+		return v32;
 	case 8:
-		return *(const uint64_t *)(const void *)p;
+		memcpy(&v64, p, 8);
+		return v64;
 	}
 	return 0; /* RESERVED */
 }
@@ -260,18 +270,21 @@ static inline uint64_t host_get(const void *base, const field *f)
 static inline void host_set(void *base, const field *f, uint64_t v)
 {
 	uint8_t *p = (uint8_t *)base + f->off;
+	uint8_t v8 = (uint8_t)v;
+	uint16_t v16 = (uint16_t)v;
+	uint32_t v32 = (uint32_t)v;
 	switch (f->host) {
 	case 1:
-		*p = (uint8_t)v;
+		memcpy(p, &v8, 1);
 		break;
 	case 2:
-		*(uint16_t *)(void *)p = (uint16_t)v;
+		memcpy(p, &v16, 2);
 		break;
 	case 4:
-		*(uint32_t *)(void *)p = (uint32_t)v;
+		memcpy(p, &v32, 4);
 		break;
 	case 8:
-		*(uint64_t *)(void *)p = v;
+		memcpy(p, &v, 8);
 		break;
 	}
 }
