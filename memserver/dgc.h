@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #include "gc/layout.h"
-#include "gc/proto.h"
+#include "wire/proto.h"
 #include "rheap/rheap.h"
 
 typedef struct rh_dgc rh_dgc;

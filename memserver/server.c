@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "common/common.h"
-#include "gc/proto.h"
+#include "wire/proto.h"
 #include "memserver/dgc.h"
 #include "memserver/server.h"
 #include "transport/transport.h"

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "common/grow.h"
-#include "gc/proto.h"
+#include "wire/proto.h"
 #include "runtime/remote.h"
 
 struct rh_remote {

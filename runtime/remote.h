@@ -7,7 +7,7 @@
 #include <stdbool.h>
 
 #include "common/common.h"
-#include "gc/proto.h"
+#include "wire/proto.h"
 #include "swap/swap.h"
 
 typedef struct rh_remote rh_remote;

@@ -15,7 +15,7 @@
 
 #include <stdint.h>
 
-#include "gc/proto.h"
+#include "wire/proto.h"
 
 #define DGC_HEAP_BASE 0x500000000000ull
 #define DGC_REGION (256ull << 10)

@@ -1,4 +1,4 @@
-/* libFuzzer harness for the control-path message decoder (gc/proto.c).
+/* libFuzzer harness for the control-path message decoder (wire/proto.c).
  *
  * Both ends of the control path decode whatever arrives, so the decoder
  * must reject malformed messages with RH_EPEER and accept only canonical
@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "common/common.h"
-#include "gc/proto.h"
+#include "wire/proto.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

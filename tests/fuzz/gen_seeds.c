@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "common/common.h"
-#include "gc/proto.h"
+#include "wire/proto.h"
 #include "gc/types.h"
 #include "transport/auth.h"
 

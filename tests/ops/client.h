@@ -5,7 +5,7 @@
 #define RH_TEST_OPS_CLIENT_H
 
 #include "gc/layout.h"
-#include "gc/proto.h"
+#include "wire/proto.h"
 #include "runtime/internal.h"
 #include "tests/ops/ops.h"
 #include "transport/transport.h"

@@ -1,4 +1,4 @@
-/* Control-path codec (gc/proto.c), version 3: every distributed-collection,
+/* Control-path codec (wire/proto.c), version 3: every distributed-collection,
  * full-marking and card-fixing message round-trips, at zero and at maximum
  * counts, and every malformed variant is refused with RH_EPEER and a
  * message; v1 messages still round-trip and version-1 and version-2
@@ -9,7 +9,13 @@
 
 #include "check.h"
 #include "common/common.h"
-#include "gc/proto.h"
+#include "gc/region.h"
+#include "wire/proto.h"
+
+/* wire/ does not include gc/: the kinds it accepts must be the collector's. */
+_Static_assert(RH_WIRE_KIND_FIRST == RH_REGION_EDEN &&
+                       RH_WIRE_KIND_LAST == RH_REGION_HUMONGOUS_CONT,
+               "REGIONS kinds are gc/region.h's EDEN..HUMONGOUS_CONT");
 
 static uint8_t buf[RH_PROTO_MAX + 64], tmp[RH_PROTO_MAX + 64];
 

@@ -9,8 +9,7 @@
 #include <string.h>
 
 #include "common/common.h"
-#include "gc/proto.h"
-#include "gc/region.h"
+#include "wire/proto.h"
 
 static void put16(uint8_t *p, uint16_t v)
 {
@@ -242,42 +241,55 @@ static size_t elem_size(const elem *e)
 	return fixed_size(e->f, e->n);
 }
 
-static uint64_t host_get(const void *base, const field *f)
+/* Host members are read and written with memcpy: the member may be any
+ * of the four widths, and no alignment is assumed of the caller's arrays. */
+static inline uint64_t host_get(const void *base, const field *f)
 {
 	const uint8_t *p = (const uint8_t *)base + f->off;
+	uint8_t v8;
+	uint16_t v16;
+	uint32_t v32;
+	uint64_t v64;
 	switch (f->host) {
 	case 1:
-		return *p;
+		memcpy(&v8, p, 1);
+		return v8;
 	case 2:
-		return *(const uint16_t *)(const void *)p;
+		memcpy(&v16, p, 2);
+		return v16;
 	case 4:
-		return *(const uint32_t *)(const void *)p;
+		memcpy(&v32, p, 4);
+		return v32;
 	case 8:
-		return *(const uint64_t *)(const void *)p;
+		memcpy(&v64, p, 8);
+		return v64;
 	}
 	return 0; /* RESERVED */
 }
 
-static void host_set(void *base, const field *f, uint64_t v)
+static inline void host_set(void *base, const field *f, uint64_t v)
 {
 	uint8_t *p = (uint8_t *)base + f->off;
+	uint8_t v8 = (uint8_t)v;
+	uint16_t v16 = (uint16_t)v;
+	uint32_t v32 = (uint32_t)v;
 	switch (f->host) {
 	case 1:
-		*p = (uint8_t)v;
+		memcpy(p, &v8, 1);
 		break;
 	case 2:
-		*(uint16_t *)(void *)p = (uint16_t)v;
+		memcpy(p, &v16, 2);
 		break;
 	case 4:
-		*(uint32_t *)(void *)p = (uint32_t)v;
+		memcpy(p, &v32, 4);
 		break;
 	case 8:
-		*(uint64_t *)(void *)p = v;
+		memcpy(p, &v, 8);
 		break;
 	}
 }
 
-static void wire_put(uint8_t *p, unsigned kind, uint64_t v)
+static inline void wire_put(uint8_t *p, unsigned kind, uint64_t v)
 {
 	switch (WIDTH(kind)) {
 	case 1:
@@ -295,7 +307,7 @@ static void wire_put(uint8_t *p, unsigned kind, uint64_t v)
 	}
 }
 
-static uint64_t wire_get(const uint8_t *p, unsigned kind)
+static inline uint64_t wire_get(const uint8_t *p, unsigned kind)
 {
 	switch (WIDTH(kind)) {
 	case 1:
@@ -357,10 +369,24 @@ static void ptr_set(void *s, const array *a, const void *v)
 	memcpy((uint8_t *)s + a->ptr, &v, sizeof v);
 }
 
-/* Element i of a decoded array into its host struct. */
-static void elem_get(const elem *e, const void *wire, uint32_t i, void *out)
+/* Element i of a decoded array into its host struct. A scalar's is read
+ * directly: the full markings' MARK_REFS are read an address at a time. */
+static inline void elem_get(const elem *e, const void *wire, uint32_t i, void *out)
 {
+	if (e->n == 1) {
+		unsigned w = WIDTH(e->f[0].kind);
+		host_set(out, &e->f[0], wire_get((const uint8_t *)wire + w * (size_t)i, w));
+		return;
+	}
 	get_fields((const uint8_t *)wire + elem_size(e) * (size_t)i, e->f, e->n, out, NULL);
+}
+
+static int has_reserved(const elem *e)
+{
+	for (unsigned i = 0; i < e->n; i++)
+		if (e->f[i].kind == Z32)
+			return 1;
+	return 0;
 }
 
 /* The payload a message needs, in 64 bits (counts are peer-controlled). */
@@ -455,7 +481,13 @@ static int decode_layout(const layout *l, const uint8_t *p, uint32_t plen, rh_ms
 	for (unsigned k = 0; k < l->n_arrays; k++) {
 		const array *a = &l->a[k];
 		ptr_set(s, a, q);
-		for (uint64_t i = 0, n = count_of(s, a); i < n; i++, q += elem_size(a->e)) {
+		uint64_t n = count_of(s, a);
+		size_t size = elem_size(a->e);
+		if (!has_reserved(a->e)) {
+			q += size * n;
+			continue;
+		}
+		for (uint64_t i = 0; i < n; i++, q += size) {
 			bad = 0;
 			get_fields(q, a->e->f, a->e->n, NULL, &bad);
 			if (bad)
@@ -532,7 +564,7 @@ static int check(rh_msg *m, rh_error *err)
 		for (uint32_t i = 0; i < r->n; i++) {
 			rh_region_desc d;
 			rh_msg_regions_get(r, i, &d);
-			if (d.kind < RH_REGION_EDEN || d.kind > RH_REGION_HUMONGOUS_CONT)
+			if (d.kind < RH_WIRE_KIND_FIRST || d.kind > RH_WIRE_KIND_LAST)
 				return BAD("REGIONS: region %u: kind %u is not 1..4", d.region,
 				           d.kind);
 			if (d.evicted_pct > 100)

@@ -7,8 +7,8 @@
  * and every count and string bound; a malformed message is an RH_EPEER
  * error naming what was wrong, never a crash.
  */
-#ifndef RH_GC_PROTO_H
-#define RH_GC_PROTO_H
+#ifndef RH_WIRE_PROTO_H
+#define RH_WIRE_PROTO_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -84,6 +84,11 @@ typedef struct rh_msg_ping {
 
 /* REGIONS: a table in one or more messages; FIRST resets the receiver's
  * table (every region free), LAST ends it. Entries list non-free regions. */
+/* The region kinds a REGIONS entry may carry: EDEN..HUMONGOUS_CONT of
+ * gc/region.h, which this layer does not include (tests/unit/test_proto.c
+ * checks that they agree). */
+#define RH_WIRE_KIND_FIRST 1u
+#define RH_WIRE_KIND_LAST 4u
 #define RH_REGIONS_FIRST 1u
 #define RH_REGIONS_LAST 2u
 #define RH_REGIONS_MAX ((RH_PROTO_MAX - RH_PROTO_HDR - 16u) / 16u)
@@ -91,7 +96,7 @@ typedef struct rh_region_desc {
 	uint32_t region;     /* global index */
 	uint32_t ident;      /* changes whenever the region's object layout may have */
 	uint32_t top;        /* bytes in use from the region's start */
-	uint8_t kind;        /* rh_region_kind (1..4) */
+	uint8_t kind;        /* rh_region_kind, RH_WIRE_KIND_FIRST..LAST */
 	uint8_t evicted_pct; /* share of [start, top) not resident on the CPU server */
 	uint16_t survivals;
 } rh_region_desc;
