@@ -143,10 +143,18 @@ static void choose_tenure(rh_gc *g)
  * RH_SZ_YOUNG_SHARE;
  * the copying share never falls below a tenth of the budget, so a program
  * whose cards alone fill it still gets an eden worth a pause. */
+/* What `share` of the budget leaves for copying once the fixed part and
+ * the cards are paid (the model's one prediction, E1 and E2). */
+static double left_for_copying_ns(const rh_heap *h, double share)
+{
+	double budget = (double)h->cfg.pause_budget_us * 1000.0;
+	return budget * share - h->sz.fixed_ns - h->sz.cards * h->sz.card_ns;
+}
+
 static double copy_room_ns(const rh_heap *h)
 {
 	double budget = (double)h->cfg.pause_budget_us * 1000.0;
-	double room = budget * RH_SZ_PAUSE_SHARE - h->sz.fixed_ns - h->sz.cards * h->sz.card_ns;
+	double room = left_for_copying_ns(h, RH_SZ_PAUSE_SHARE);
 	if (room > budget * RH_SZ_YOUNG_SHARE)
 		room = budget * RH_SZ_YOUNG_SHARE;
 	if (room < budget * 0.1)
@@ -172,8 +180,7 @@ static double tail_survival(const rh_sizing *sz)
 static double tail_bytes(const rh_heap *h)
 {
 	const rh_sizing *sz = &h->sz;
-	double budget = (double)h->cfg.pause_budget_us * 1000.0;
-	double ns = budget * TAIL_SHARE - sz->fixed_ns - sz->cards * sz->card_ns;
+	double ns = left_for_copying_ns(h, TAIL_SHARE);
 	double bytes = ns / sz->copy_ns_per_byte - sz->surv_bytes;
 	return bytes > (double)h->region_size ? bytes : (double)h->region_size;
 }
