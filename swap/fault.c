@@ -80,6 +80,66 @@ static void kick_evictor(rh_swap *s, size_t before, size_t n)
 	}
 }
 
+/* n claimed pages count as resident from their claim on (swap.C6). */
+static void count_claimed(rh_swap *s, size_t n)
+{
+	kick_evictor(s, atomic_fetch_add(&s->resident, n), n);
+}
+
+/* Pages left FETCHING, or a fetch buffer came free: wake the faults that
+ * wait for either (swap.C2). Under lock, after the state change, so a
+ * waiter that saw FETCHING under lock is asleep by now. */
+static void fetch_done(rh_swap *s)
+{
+	pthread_mutex_lock(&s->lock);
+	if (s->fwaiters)
+		pthread_cond_broadcast(&s->fcond);
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* swap.C2: a fault on a page another fault is installing waits for that
+ * install; it never reads the page again nor installs it a second time. */
+static void wait_fetch(rh_swap *s, size_t pg)
+{
+	pthread_mutex_lock(&s->lock);
+	s->fwaiters++;
+	while (rh_swap_get(s, pg) == RH_PAGE_FETCHING && !atomic_load(&s->failed))
+		rh_cond_wait_ms(&s->fcond, &s->lock, 50);
+	s->fwaiters--;
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* swap.C3: a fetch buffer of this fault's own, or NULL once the swap
+ * system failed. All RH_FETCH_SLOTS in use: wait for one. */
+static uint8_t *slot_get(rh_swap *s, uint32_t *idx)
+{
+	for (;;) {
+		uint_fast32_t m = atomic_load(&s->fslots);
+		while (m) {
+			uint32_t i = (uint32_t)__builtin_ctz((unsigned)m);
+			if (atomic_compare_exchange_weak(&s->fslots, &m, m & ~(1u << i))) {
+				*idx = i;
+				return s->fbuf + i * s->fslot_len;
+			}
+		}
+		pthread_mutex_lock(&s->lock);
+		s->fwaiters++;
+		while (!atomic_load(&s->fslots) && !atomic_load(&s->failed))
+			rh_cond_wait_ms(&s->fcond, &s->lock, 50);
+		s->fwaiters--;
+		pthread_mutex_unlock(&s->lock);
+		if (atomic_load(&s->failed))
+			return NULL;
+	}
+}
+
+static void slot_put(rh_swap *s, uint32_t i)
+{
+	atomic_fetch_or(&s->fslots, 1u << i);
+}
+
+/* Install one claimed page (swap.C1: this thread's CAS made it FETCHING,
+ * so no other thread installs it). The caller counted it resident. */
 static void install(rh_swap *s, uintptr_t a, const void *src, bool writable, bool wake)
 {
 	size_t pg = rh_swap_page(s, a);
@@ -87,66 +147,75 @@ static void install(rh_swap *s, uintptr_t a, const void *src, bool writable, boo
 	int rc = rh_uffd_copy(s, a, src, RH_PAGE_SIZE, !writable, wake, NULL);
 	if (rc == -EEXIST) {
 		/* A page is mapped there already, though this page's state
-		 * (INIT, or FETCHING claimed by fetch()) said none was; it
-		 * still must leave FETCHING, or no fault on it would ever be
-		 * served again nor the evictor take it. It is resident, so it
-		 * is counted like any installed page (the evictor subtracts it
-		 * when it goes). DIRTY, not CLEAN: CLEAN would claim that its
-		 * memory server holds the same bytes and that the page is
-		 * write-protected, and neither is known for a page this thread
-		 * did not install; a DIRTY page is protected and written back
-		 * before it is dropped, so whatever threads saw or wrote in it
-		 * is kept. The copy just fetched is discarded. */
+		 * said none was (no fault of this protocol installs a page
+		 * twice, swap.C1); it still must leave FETCHING, or no fault
+		 * on it would ever be served again nor the evictor take it.
+		 * It is resident, counted like any installed page (the
+		 * evictor subtracts it when it goes). DIRTY, not CLEAN: CLEAN
+		 * would claim that its memory server holds the same bytes
+		 * and that the page is write-protected, and neither is known
+		 * for a page this thread did not install; a DIRTY page is
+		 * protected and written back before it is dropped, so
+		 * whatever threads saw or wrote in it is kept. The copy just
+		 * fetched is discarded. */
 		st = RH_PAGE_DIRTY;
+		atomic_fetch_add(&s->st.install_conflicts, 1);
 		if (wake)
 			rh_uffd_wake(s, a, RH_PAGE_SIZE);
 	} else if (rc < 0) {
 		rh_panic("swap: UFFDIO_COPY at %#lx failed: %s", (unsigned long)a, strerror(-rc));
 	}
-	size_t before = atomic_fetch_add(&s->resident, 1);
 	rh_swap_set(s, pg, st);
-	kick_evictor(s, before, 1);
 }
 
-/* A write to a fresh page: that page and the INIT pages after it in its
- * region, up to RH_ZERO_RUN, installed writable and DIRTY by one ioctl.
- * Fresh pages are written by bumping (TLABs, copy destinations), so the
- * next ones are written next; a fault each (one round trip through this
- * thread) cost most of a collection's copying on a disaggregated heap.
- * INIT pages change state only under fault_lock, which the caller holds
- * (the evictor takes resident pages only), so the run stays INIT while
- * the budget wait lets the evictor run. */
-static void zero_run(rh_swap *s, uintptr_t a)
+/* A fault on a fresh (INIT) page. On a write: that page and the INIT pages
+ * after it in its region, up to RH_ZERO_RUN, installed writable and DIRTY
+ * by one ioctl. Fresh pages are written by bumping (TLABs, copy
+ * destinations), so the next ones are written next; a fault each (one
+ * round trip through the fault thread) cost most of a collection's copying
+ * on a disaggregated heap. On a read: one page, protected and CLEAN. The
+ * run is claimed INIT → FETCHING (swap.C1) after the budget wait, so it
+ * cannot change under this thread. False: the page was not INIT any more
+ * (another fault claimed it first), and the caller looks again. */
+static bool zero_fault(rh_swap *s, uintptr_t a, bool write)
 {
 	uintptr_t region_end = (a & ~(uintptr_t)(s->region_size - 1)) + s->region_size;
 	size_t pg = rh_swap_page(s, a), n = 1;
-	while (n < RH_ZERO_RUN && a + n * RH_PAGE_SIZE < region_end &&
-	       rh_swap_get(s, pg + n) == RH_PAGE_INIT)
+	budget_wait(s, write ? RH_ZERO_RUN : 1);
+	if (!rh_swap_cas(s, pg, RH_PAGE_INIT, RH_PAGE_FETCHING))
+		return false;
+	while (write && n < RH_ZERO_RUN && a + n * RH_PAGE_SIZE < region_end &&
+	       rh_swap_cas(s, pg + n, RH_PAGE_INIT, RH_PAGE_FETCHING))
 		n++;
-	budget_wait(s, n);
+	count_claimed(s, n);
 	size_t bytes;
-	int err = -rh_uffd_copy(s, a, s->zero, n * RH_PAGE_SIZE, false, true, &bytes);
+	int err = -rh_uffd_copy(s, a, s->zero, n * RH_PAGE_SIZE, !write, true, &bytes);
 	size_t done = bytes / RH_PAGE_SIZE;
-	size_t before = atomic_fetch_add(&s->resident, done);
 	for (size_t i = 0; i < done; i++)
-		rh_swap_set(s, pg + i, RH_PAGE_DIRTY);
-	kick_evictor(s, before, done);
+		rh_swap_set(s, pg + i, write ? RH_PAGE_DIRTY : RH_PAGE_CLEAN);
 	if (done == 0) {
 		/* Not even the faulting page (EEXIST, or an error install
 		 * reports): the one-page path handles both. */
-		install(s, a, s->zero, true, true);
-		return;
-	}
-	if (err && err != EEXIST)
+		install(s, a, s->zero, write, true);
+		done = 1;
+	} else if (err && err != EEXIST) {
 		rh_panic("swap: UFFDIO_COPY at %#lx failed: %s",
 		         (unsigned long)(a + done * RH_PAGE_SIZE), strerror(err));
-	/* A run cut short by a page mapped already: that page is taken as
-	 * install takes one (DIRTY and counted), the rest stay INIT for their
-	 * own faults, and the faulter is woken whatever the kernel did. */
-	if (done < n) {
+	} else if (done < n) {
+		/* A run cut short by a page mapped already: that page is
+		 * taken as install takes one (DIRTY and counted), the rest go
+		 * back to INIT for their own faults, and the faulter is woken
+		 * whatever the kernel did. */
 		install(s, a + done * RH_PAGE_SIZE, s->zero, true, false);
 		rh_uffd_wake(s, a, RH_PAGE_SIZE);
+		done++;
 	}
+	for (size_t i = done; i < n; i++)
+		rh_swap_set(s, pg + i, RH_PAGE_INIT);
+	atomic_fetch_sub(&s->resident, n - done);
+	atomic_fetch_add(&s->st.zero_faults, 1);
+	fetch_done(s);
+	return true;
 }
 
 static void park(rh_swap *s, uintptr_t a)
@@ -178,13 +247,16 @@ static bool resident_run(rh_swap *s, uint32_t r, uint32_t from, uint32_t to)
  * resident pages in between, continues a sequential run: the window
  * doubles. Any other fault halves it: the pages read ahead of a random
  * access are seldom used, and each one costs a copy, a place in the cache
- * and, later, an eviction. Runs under fault_lock, like every fetch. */
+ * and, later, an eviction. The window and the end are hints (swap.C7):
+ * two faults in one region may each update them from the same old value,
+ * and one update is lost; the claims decide which pages each reads. */
 static size_t ra_window(rh_swap *s, uint32_t r, uint32_t q)
 {
 	uint32_t max = __atomic_load_n(&s->readahead, __ATOMIC_RELAXED);
 	if (!s->o.readahead_adaptive)
 		return max;
-	uint32_t w = s->ra_win[r], end = s->ra_end[r];
+	uint32_t w = __atomic_load_n(&s->ra_win[r], __ATOMIC_RELAXED);
+	uint32_t end = __atomic_load_n(&s->ra_end[r], __ATOMIC_RELAXED);
 	if (end) {
 		if (q >= end && resident_run(s, r, end, q))
 			w = w ? 2 * w : 1;
@@ -193,29 +265,21 @@ static size_t ra_window(rh_swap *s, uint32_t r, uint32_t q)
 	}
 	if (w > max)
 		w = max;
-	s->ra_win[r] = (uint8_t)w;
+	__atomic_store_n(&s->ra_win[r], (uint8_t)w, __ATOMIC_RELAXED);
 	return w;
 }
 
-static void fetch(rh_swap *s, uintptr_t a, bool write)
+/* Read the claimed pages [a, a + n pages) from host h into a buffer of
+ * this fault's own and install them, the faulting page last (waking it
+ * finds its neighbours in). No lock is held across the read (swap.C4):
+ * other faults go on meanwhile, each with its own read in flight. */
+static void fetch_claimed(rh_swap *s, const rh_swap_host *h, uintptr_t a, size_t n, bool write)
 {
-	const rh_swap_host *h = rh_swap_host_of(s, a);
-	uintptr_t region_end = (a & ~(uintptr_t)(s->region_size - 1)) + s->region_size;
-	size_t pg = rh_swap_page(s, a);
-	if (!h || !rh_swap_cas(s, pg, RH_PAGE_EVICTED, RH_PAGE_FETCHING)) {
-		rh_uffd_wake(s, a, RH_PAGE_SIZE);
-		return;
-	}
-	/* Readahead: the following evicted pages of the same region. */
-	uint32_t r = (uint32_t)((a - s->base) >> s->region_shift);
-	uint32_t q = (uint32_t)((a & (s->region_size - 1)) >> RH_PAGE_SHIFT);
-	size_t n = 1, ra = ra_window(s, r, q);
-	while (n <= ra && a + n * RH_PAGE_SIZE < region_end &&
-	       rh_swap_cas(s, pg + n, RH_PAGE_EVICTED, RH_PAGE_FETCHING))
-		n++;
-	s->ra_end[r] = q + (uint32_t)n;
-	budget_wait(s, n);
-	rh_tp_sge sg = {.local = s->fbuf, .remote = a, .len = (uint32_t)(n * RH_PAGE_SIZE)};
+	uint32_t slot;
+	uint8_t *buf = slot_get(s, &slot);
+	if (!buf)
+		return; /* failed: the faulter stays blocked, the process ends */
+	rh_tp_sge sg = {.local = buf, .remote = a, .len = (uint32_t)(n * RH_PAGE_SIZE)};
 	uint64_t id = rh_swap_wr_id(s);
 	rh_error err;
 	int rc = rh_tp_read(h->conn, &sg, 1, id, &err);
@@ -226,47 +290,90 @@ static void fetch(rh_swap *s, uintptr_t a, bool write)
 		return; /* the fatal handler ends the process; the faulter stays blocked */
 	}
 	for (size_t i = 1; i < n; i++)
-		install(s, a + i * RH_PAGE_SIZE, s->fbuf + i * RH_PAGE_SIZE, false, false);
-	install(s, a, s->fbuf, write, true);
+		install(s, a + i * RH_PAGE_SIZE, buf + i * RH_PAGE_SIZE, false, false);
+	install(s, a, buf, write, true);
+	slot_put(s, slot);
+	fetch_done(s);
 	atomic_fetch_add(&s->st.faults, 1);
 	atomic_fetch_add(&s->st.readahead_pages, n - 1);
 	atomic_fetch_add(&s->st.bytes_fetched, n * RH_PAGE_SIZE);
 }
 
+/* A fault on an evicted page: claim it and the readahead window's evicted
+ * pages after it (swap.C1), then fetch them. False: the page was not
+ * EVICTED any more, and the caller looks again. */
+static bool fetch(rh_swap *s, uintptr_t a, bool write)
+{
+	const rh_swap_host *h = rh_swap_host_of(s, a);
+	uintptr_t region_end = (a & ~(uintptr_t)(s->region_size - 1)) + s->region_size;
+	size_t pg = rh_swap_page(s, a);
+	if (!h) {
+		rh_uffd_wake(s, a, RH_PAGE_SIZE);
+		return true;
+	}
+	uint32_t r = (uint32_t)((a - s->base) >> s->region_shift);
+	uint32_t q = (uint32_t)((a & (s->region_size - 1)) >> RH_PAGE_SHIFT);
+	size_t ra = ra_window(s, r, q);
+	/* Room first, then the claims: a fault never waits for the evictor
+	 * holding pages that other faults wait for. */
+	budget_wait(s, 1 + ra);
+	if (!rh_swap_cas(s, pg, RH_PAGE_EVICTED, RH_PAGE_FETCHING))
+		return false;
+	size_t n = 1;
+	while (n <= ra && a + n * RH_PAGE_SIZE < region_end &&
+	       rh_swap_cas(s, pg + n, RH_PAGE_EVICTED, RH_PAGE_FETCHING))
+		n++;
+	__atomic_store_n(&s->ra_end[r], q + (uint32_t)n, __ATOMIC_RELAXED);
+	count_claimed(s, n);
+	fetch_claimed(s, h, a, n, write);
+	return true;
+}
+
+/* A missing fault, by the page's state; a claim lost to another fault
+ * means the state moved on, so look again. */
 static void on_missing(rh_swap *s, uintptr_t a, bool write)
 {
 	size_t pg = rh_swap_page(s, a);
-	switch (rh_swap_get(s, pg)) {
-	case RH_PAGE_INIT:
-		if (write)
-			zero_run(s, a);
-		else {
-			budget_wait(s, 1);
-			install(s, a, s->zero, false, true);
-		}
-		atomic_fetch_add(&s->st.zero_faults, 1);
-		break;
-	case RH_PAGE_EVICTED:
-		fetch(s, a, write);
-		break;
-	case RH_PAGE_EVICTING:
-		pthread_mutex_lock(&s->lock);
-		if (rh_swap_get(s, pg) == RH_PAGE_EVICTING)
-			park(s, a);
-		else
+	for (;;) {
+		switch (rh_swap_get(s, pg)) {
+		case RH_PAGE_INIT:
+			if (zero_fault(s, a, write))
+				return;
+			continue;
+		case RH_PAGE_EVICTED:
+			if (fetch(s, a, write))
+				return;
+			continue;
+		case RH_PAGE_FETCHING:
+			/* swap.C2: another fault installs it; wait, then let
+			 * the thread retry (a readahead page is installed
+			 * without waking anyone). */
+			wait_fetch(s, pg);
 			rh_uffd_wake(s, a, RH_PAGE_SIZE);
-		pthread_mutex_unlock(&s->lock);
-		break;
-	default:
-		/* Installed meanwhile (readahead): let the thread retry. */
-		rh_uffd_wake(s, a, RH_PAGE_SIZE);
-		break;
+			return;
+		case RH_PAGE_EVICTING:
+			pthread_mutex_lock(&s->lock);
+			if (rh_swap_get(s, pg) == RH_PAGE_EVICTING)
+				park(s, a);
+			else
+				rh_uffd_wake(s, a, RH_PAGE_SIZE);
+			pthread_mutex_unlock(&s->lock);
+			return;
+		default:
+			/* Installed meanwhile (readahead): let the thread retry. */
+			rh_uffd_wake(s, a, RH_PAGE_SIZE);
+			return;
+		}
 	}
 }
 
 static void on_write_protect(rh_swap *s, uintptr_t a)
 {
 	size_t pg = rh_swap_page(s, a);
+	/* A readahead page is mapped, protected, before its state leaves
+	 * FETCHING: a write to it waits for its state (swap.C2). */
+	if (rh_swap_get(s, pg) == RH_PAGE_FETCHING)
+		wait_fetch(s, pg);
 	/* Under the lock: the evictor claims and protects pages under it too,
 	 * so a page cannot be unprotected after the evictor copied it (P1). */
 	pthread_mutex_lock(&s->lock);
@@ -291,25 +398,29 @@ static void on_write_protect(rh_swap *s, uintptr_t a)
 	pthread_mutex_unlock(&s->lock);
 }
 
+/* The process is going down (the fatal handler runs): a faulting thread
+ * stays here, as a faulter stays blocked with a fault thread. */
+static void hold_failed(rh_swap *s)
+{
+	while (atomic_load(&s->failed)) {
+		pthread_mutex_lock(&s->lock);
+		rh_cond_wait_ms(&s->cond, &s->lock, 1000);
+		pthread_mutex_unlock(&s->lock);
+	}
+}
+
 /* A fault served by the thread that took it (signal.c): the kernel sent
  * SIGBUS instead of queueing a message, so nobody is blocked on the page
  * and the thread retries its access when this returns. The kind of fault
  * is told by the page's state; `write` is 1 for a write, 0 for a read, -1
- * when the architecture does not say. */
+ * when the architecture does not say. Threads serve their faults at once,
+ * each under fault_lock shared (swap.C4). */
 void rh_swap_serve(rh_swap *s, uintptr_t a, int write)
 {
 	a &= ~(uintptr_t)(RH_PAGE_SIZE - 1);
 	size_t pg = rh_swap_page(s, a);
-	pthread_mutex_lock(&s->fault_lock);
-	while (atomic_load(&s->failed)) {
-		/* The process is going down (the fatal handler runs): this
-		 * thread stays here, as a faulter stays blocked with a thread. */
-		pthread_mutex_unlock(&s->fault_lock);
-		pthread_mutex_lock(&s->lock);
-		rh_cond_wait_ms(&s->cond, &s->lock, 1000);
-		pthread_mutex_unlock(&s->lock);
-		pthread_mutex_lock(&s->fault_lock);
-	}
+	hold_failed(s);
+	pthread_rwlock_rdlock(&s->fault_lock);
 	switch (rh_swap_get(s, pg)) {
 	case RH_PAGE_INIT:
 		/* Unknown counts as a write: a zero run, DIRTY, which is
@@ -326,20 +437,23 @@ void rh_swap_serve(rh_swap *s, uintptr_t a, int write)
 		if (write != 0)
 			on_write_protect(s, a);
 		break;
+	case RH_PAGE_FETCHING:
+		wait_fetch(s, pg); /* swap.C2; then the access retries */
+		break;
 	case RH_PAGE_EVICTING:
 		/* Wait for the evictor's batch, then retry (a missing fault
 		 * then fetches the written-back copy). Not under fault_lock:
-		 * other threads' faults go on meanwhile. */
-		pthread_mutex_unlock(&s->fault_lock);
+		 * a free of a region waits for no batch. */
+		pthread_rwlock_unlock(&s->fault_lock);
 		pthread_mutex_lock(&s->lock);
 		while (rh_swap_get(s, pg) == RH_PAGE_EVICTING && !atomic_load(&s->failed))
 			rh_cond_wait_ms(&s->cond, &s->lock, 50);
 		pthread_mutex_unlock(&s->lock);
 		return;
 	default:
-		break; /* FETCHING is only seen under fault_lock's holder */
+		break;
 	}
-	pthread_mutex_unlock(&s->fault_lock);
+	pthread_rwlock_unlock(&s->fault_lock);
 }
 
 /* Wait for fault messages: poll, unless a fault came less than
@@ -369,29 +483,35 @@ static size_t next_msgs(rh_swap *s, struct uffd_msg *msgs, size_t cap, uint64_t 
 	return 0;
 }
 
+/* One of the fault threads. With several, each reads one message at a
+ * time (a batch read by one thread would wait behind its remote read while
+ * another thread idles), and only the first spins after a fault: the
+ * others would take a core each for it. */
 void *rh_swap_fault_main(void *arg)
 {
 	rh_swap *s = arg;
 	struct uffd_msg msgs[32];
+	bool first = atomic_fetch_add(&s->fault_thr_seq, 1) == 0;
+	size_t cap = s->o.fault_threads > 1 ? 1 : 32;
 	uint64_t spin_until = 0;
 	size_t n;
-	while ((n = next_msgs(s, msgs, 32, spin_until)) > 0) {
+	while ((n = next_msgs(s, msgs, cap, spin_until)) > 0) {
 		for (size_t i = 0; i < n / sizeof msgs[0]; i++) {
 			if (msgs[i].event != UFFD_EVENT_PAGEFAULT)
 				continue;
 			uintptr_t a = (uintptr_t)msgs[i].arg.pagefault.address &
 			              ~(uintptr_t)(RH_PAGE_SIZE - 1);
 			uint64_t fl = msgs[i].arg.pagefault.flags;
-			pthread_mutex_lock(&s->fault_lock);
+			pthread_rwlock_rdlock(&s->fault_lock);
 			if (atomic_load(&s->failed))
 				; /* leave the thread blocked: the process is going down */
 			else if (fl & UFFD_PAGEFAULT_FLAG_WP)
 				on_write_protect(s, a);
 			else
 				on_missing(s, a, (fl & UFFD_PAGEFAULT_FLAG_WRITE) != 0);
-			pthread_mutex_unlock(&s->fault_lock);
+			pthread_rwlock_unlock(&s->fault_lock);
 		}
-		spin_until = s->o.fault_spin_ns ? rh_now_ns() + s->o.fault_spin_ns : 0;
+		spin_until = first && s->o.fault_spin_ns ? rh_now_ns() + s->o.fault_spin_ns : 0;
 	}
 	return NULL;
 }

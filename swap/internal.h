@@ -1,10 +1,13 @@
 /* Swap internals shared by swap.c, fault.c and evict.c.
  *
- * Locks, in order: fault_lock (held by the fault thread while it handles
- * one fault) → evict_lock (held by the evictor while it evicts one batch)
- * → lock (page-state changes that go with a protection change, the parked
- * list, budget waits). Freeing a region takes all three, so it never races
- * with a fetch or an eviction in that region.
+ * Locks, in order: fault_lock (a reader-writer lock: every fault holds it
+ * shared while it is served, remote read included; freeing or filling a
+ * region, changing the readahead window and waiting for the faults in hand
+ * hold it exclusive, swap.C4) → evict_lock (held by the evictor while it
+ * evicts one batch) → lock (page-state changes that go with a protection
+ * change, the parked list, budget waits, waits for a fetch or a buffer).
+ * Freeing a region takes all three, so it never races with a fetch or an
+ * eviction in that region.
  */
 #ifndef RH_SWAP_INTERNAL_H
 #define RH_SWAP_INTERNAL_H
@@ -19,6 +22,8 @@
 #define RH_EVICT_BATCH 64u
 /* Zero pages installed at once on a write to a fresh page (fault.c). */
 #define RH_ZERO_RUN 16u
+/* Fetch buffers: faults with a remote read in flight at once (swap.C3). */
+#define RH_FETCH_SLOTS 16u
 
 struct rh_swap {
 	rh_swap_opts o;
@@ -30,28 +35,36 @@ struct rh_swap {
 	uint8_t *state; /* enum rh_page_state per page, atomic */
 	size_t budget_pages, high_pages, low_pages;
 	uint32_t readahead; /* largest window, <= o.readahead */
-	/* Adaptive readahead (fault.c), per region, under fault_lock: the
-	 * window, and the page just past the last fetch (+0; 0: none yet). */
+	/* Adaptive readahead (fault.c), per region, hints read and written
+	 * with relaxed atomics (swap.C7): the window, and the page just past
+	 * the last fetch (+0; 0: none yet). */
 	uint8_t *ra_win;
 	uint32_t *ra_end;
 	atomic_size_t resident;
 
 	int uffd, wake_fd;
-	pthread_t fault_thr, evict_thr;
-	bool threads_started, fault_thread;
+	pthread_t *fault_thr, evict_thr;
+	uint32_t n_fault_thr; /* started */
+	atomic_uint fault_thr_seq;
+	bool threads_started;
 	atomic_bool stop;
 	atomic_bool failed;
 	atomic_bool drop_warned; /* a failed MADV_DONTNEED was logged */
 
-	pthread_mutex_t fault_lock, evict_lock, lock;
-	pthread_cond_t cond; /* resident changed, or work for the evictor */
-	uintptr_t *parked;   /* faulting page addresses waiting for an eviction */
+	pthread_rwlock_t fault_lock;
+	pthread_mutex_t evict_lock, lock;
+	pthread_cond_t cond;  /* resident changed, or work for the evictor */
+	pthread_cond_t fcond; /* a page left FETCHING or a fetch buffer came free */
+	uint32_t fwaiters;    /* threads waiting on fcond, under lock */
+	uintptr_t *parked;    /* faulting page addresses waiting for an eviction */
 	size_t n_parked, cap_parked;
 	uint32_t flush_region; /* region + 1 that rh_swap_flush_region wants evicted */
 
 	uint64_t *tag, *log_head; /* per region: this side's view (sole writer) */
-	uint8_t *fbuf;            /* fault bounce: (1 + readahead) pages */
-	uint8_t *ebuf;            /* evictor bounce: RH_EVICT_BATCH pages + log entries */
+	uint8_t *fbuf;            /* RH_FETCH_SLOTS fetch buffers of fslot_len */
+	size_t fslot_len;
+	atomic_uint_fast32_t fslots; /* bit i: buffer i is free */
+	uint8_t *ebuf;               /* evictor bounce: RH_EVICT_BATCH pages + log entries */
 	size_t fbuf_len, ebuf_len;
 	uint8_t *zero; /* RH_ZERO_RUN zero pages */
 	atomic_uint_fast64_t wr_seq;
@@ -61,6 +74,9 @@ struct rh_swap {
 		atomic_uint_fast64_t faults, zero_faults, wp_faults, readahead_pages, bytes_fetched,
 		        bytes_evicted, pages_dropped, batches, drop_failures, budget_waits,
 		        budget_wait_ns;
+		/* installs that found a page mapped (EEXIST): none unless a
+		 * page was mapped behind the protocol's back (swap.C1) */
+		atomic_uint_fast64_t install_conflicts;
 	} st;
 };
 

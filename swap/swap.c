@@ -75,6 +75,23 @@ static void *map_buf(size_t len)
 	return p == MAP_FAILED ? NULL : p;
 }
 
+/* Several fault threads serve several faults at once, each with its own
+ * remote read in flight (docs/swap.md, "Concurrent faults"). */
+static int start_fault_threads(rh_swap *s, rh_error *err)
+{
+	uint32_t n = s->o.fault_threads ? s->o.fault_threads : 1;
+	if (n > RH_FETCH_SLOTS)
+		return rh_err_set(err, RH_EINVAL, "swap: %u fault threads, at most %u", n,
+		                  RH_FETCH_SLOTS);
+	s->fault_thr = calloc(n, sizeof *s->fault_thr);
+	if (!s->fault_thr)
+		return rh_err_set(err, RH_ENOMEM, "swap: out of memory");
+	for (; s->n_fault_thr < n; s->n_fault_thr++)
+		if (pthread_create(&s->fault_thr[s->n_fault_thr], NULL, rh_swap_fault_main, s) != 0)
+			return rh_err_set(err, RH_EIO, "swap: cannot start its fault threads");
+	return RH_OK;
+}
+
 int rh_swap_open(const rh_swap_opts *o, rh_swap **out, rh_error *err)
 {
 	rh_swap *s = calloc(1, sizeof *s);
@@ -102,10 +119,17 @@ int rh_swap_open(const rh_swap_opts *o, rh_swap **out, rh_error *err)
 		s->budget_pages = 4 * slack;
 	s->high_pages = s->budget_pages - slack;
 	s->low_pages = s->budget_pages - 2 * slack;
-	pthread_mutex_init(&s->fault_lock, NULL);
+	/* Writer-preferring: a stream of faults, each holding it shared, must
+	 * not starve a region's free (swap.C4). */
+	pthread_rwlockattr_t ra;
+	pthread_rwlockattr_init(&ra);
+	pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	pthread_rwlock_init(&s->fault_lock, &ra);
+	pthread_rwlockattr_destroy(&ra);
 	pthread_mutex_init(&s->evict_lock, NULL);
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->cond, NULL);
+	pthread_cond_init(&s->fcond, NULL);
 	s->hosts = calloc(o->n_hosts, sizeof *s->hosts);
 	s->state = calloc(s->n_pages, 1);
 	s->tag = calloc(s->n_regions, sizeof *s->tag);
@@ -114,7 +138,9 @@ int rh_swap_open(const rh_swap_opts *o, rh_swap **out, rh_error *err)
 	s->ra_end = calloc(s->n_regions, sizeof *s->ra_end);
 	if (s->ra_win)
 		memset(s->ra_win, (int)s->readahead, s->n_regions);
-	s->fbuf_len = (1 + (size_t)o->readahead) * RH_PAGE_SIZE;
+	s->fslot_len = (1 + (size_t)o->readahead) * RH_PAGE_SIZE;
+	s->fbuf_len = RH_FETCH_SLOTS * s->fslot_len;
+	atomic_store(&s->fslots, (1u << RH_FETCH_SLOTS) - 1);
 	s->ebuf_len = RH_EVICT_BATCH * RH_PAGE_SIZE + RH_EVICT_BATCH * 4 + RH_PAGE_SIZE;
 	s->fbuf = map_buf(s->fbuf_len);
 	s->ebuf = map_buf(s->ebuf_len);
@@ -135,12 +161,8 @@ int rh_swap_open(const rh_swap_opts *o, rh_swap **out, rh_error *err)
 		rc = open_uffd(s, err);
 	if (rc == RH_OK && o->signal_faults)
 		rc = rh_swap_signal_add(s, err);
-	if (rc == RH_OK && !o->signal_faults) {
-		if (pthread_create(&s->fault_thr, NULL, rh_swap_fault_main, s) != 0)
-			rc = rh_err_set(err, RH_EIO, "swap: cannot start its fault thread");
-		else
-			s->fault_thread = true;
-	}
+	if (rc == RH_OK && !o->signal_faults)
+		rc = start_fault_threads(s, err);
 	if (rc == RH_OK) {
 		if (pthread_create(&s->evict_thr, NULL, rh_swap_evict_main, s) != 0)
 			rc = rh_err_set(err, RH_EIO, "swap: cannot start its evictor");
@@ -160,11 +182,13 @@ void rh_swap_close(rh_swap *s)
 	if (!s)
 		return;
 	atomic_store(&s->stop, true);
-	if (s->fault_thread) {
+	if (s->n_fault_thr) {
+		/* Never read: it stays readable and stops every fault thread. */
 		uint64_t one = 1;
 		ssize_t w = write(s->wake_fd, &one, sizeof one);
 		(void)w;
-		pthread_join(s->fault_thr, NULL);
+		for (uint32_t i = 0; i < s->n_fault_thr; i++)
+			pthread_join(s->fault_thr[i], NULL);
 	}
 	if (s->threads_started) {
 		pthread_mutex_lock(&s->lock);
@@ -192,6 +216,7 @@ void rh_swap_close(rh_swap *s)
 	if (s->zero)
 		munmap(s->zero, RH_ZERO_RUN * RH_PAGE_SIZE);
 	free(s->parked);
+	free(s->fault_thr);
 	free(s->hosts);
 	free(s->state);
 	free(s->tag);
@@ -205,7 +230,8 @@ void rh_swap_region_freed(rh_swap *s, uint32_t region)
 {
 	uintptr_t start = s->base + ((uintptr_t)region << s->region_shift);
 	size_t pg0 = rh_swap_page(s, start);
-	pthread_mutex_lock(&s->fault_lock);
+	/* Exclusive: no fault is in service, so no page is FETCHING (swap.C4). */
+	pthread_rwlock_wrlock(&s->fault_lock);
 	pthread_mutex_lock(&s->evict_lock);
 	pthread_mutex_lock(&s->lock);
 	size_t dropped = 0;
@@ -216,8 +242,10 @@ void rh_swap_region_freed(rh_swap *s, uint32_t region)
 	}
 	atomic_fetch_sub(&s->resident, dropped);
 	/* New contents: their access pattern is not the old one's. */
-	s->ra_win[region] = (uint8_t)__atomic_load_n(&s->readahead, __ATOMIC_RELAXED);
-	s->ra_end[region] = 0;
+	__atomic_store_n(&s->ra_win[region],
+	                 (uint8_t)__atomic_load_n(&s->readahead, __ATOMIC_RELAXED),
+	                 __ATOMIC_RELAXED);
+	__atomic_store_n(&s->ra_end[region], 0, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&s->lock);
 	/* INIT promises zeros on the next touch, and the collector reuses
 	 * the region as zeroed memory while its host releases its copy:
@@ -230,18 +258,18 @@ void rh_swap_region_freed(rh_swap *s, uint32_t region)
 		         region, strerror(errno));
 	pthread_cond_broadcast(&s->cond);
 	pthread_mutex_unlock(&s->evict_lock);
-	pthread_mutex_unlock(&s->fault_lock);
+	pthread_rwlock_unlock(&s->fault_lock);
 }
 
-/* Wait for the fault being handled, if any: the faulting thread is woken
+/* Wait for the faults being handled, if any: a faulting thread is woken
  * by the page's install, before the page's state is set, so a caller that
  * just touched a page could otherwise find it INIT or FETCHING, skip it,
  * and leave the page out of a flush (handing its region over with the page
  * mapped) or of a write-back (DIRTY after the pass). */
 static void finish_fault(rh_swap *s)
 {
-	pthread_mutex_lock(&s->fault_lock);
-	pthread_mutex_unlock(&s->fault_lock);
+	pthread_rwlock_wrlock(&s->fault_lock);
+	pthread_rwlock_unlock(&s->fault_lock);
 }
 
 int rh_swap_flush_region(rh_swap *s, uint32_t region, rh_error *err)
@@ -325,13 +353,14 @@ void rh_swap_quiesce(rh_swap *s)
 void rh_swap_set_readahead(rh_swap *s, uint32_t pages)
 {
 	/* The bounce buffer was sized for the window given at open. */
-	uint32_t max = (uint32_t)(s->fbuf_len / RH_PAGE_SIZE) - 1;
+	uint32_t max = (uint32_t)(s->fslot_len / RH_PAGE_SIZE) - 1;
 	pages = pages < max ? pages : max;
-	pthread_mutex_lock(&s->fault_lock);
+	/* Exclusive: no fault is reading the hints meanwhile (swap.C7). */
+	pthread_rwlock_wrlock(&s->fault_lock);
 	__atomic_store_n(&s->readahead, pages, __ATOMIC_RELAXED);
 	memset(s->ra_win, (int)pages, s->n_regions);
 	memset(s->ra_end, 0, s->n_regions * sizeof *s->ra_end);
-	pthread_mutex_unlock(&s->fault_lock);
+	pthread_rwlock_unlock(&s->fault_lock);
 }
 
 void rh_swap_region_filled(rh_swap *s, uint32_t region, size_t bytes)
@@ -339,9 +368,9 @@ void rh_swap_region_filled(rh_swap *s, uint32_t region, size_t bytes)
 	uintptr_t start = s->base + ((uintptr_t)region << s->region_shift);
 	size_t pg0 = rh_swap_page(s, start);
 	size_t n = (bytes + RH_PAGE_SIZE - 1) / RH_PAGE_SIZE;
-	/* As in rh_swap_region_freed: the fault thread must not be between
-	 * reading INIT and installing zeros over what the tracer wrote. */
-	pthread_mutex_lock(&s->fault_lock);
+	/* As in rh_swap_region_freed: no fault may be between reading INIT
+	 * and installing zeros over what the tracer wrote (swap.C4). */
+	pthread_rwlock_wrlock(&s->fault_lock);
 	pthread_mutex_lock(&s->evict_lock);
 	pthread_mutex_lock(&s->lock);
 	for (size_t i = 0; i < n && i < s->pages_per_region; i++) {
@@ -361,7 +390,7 @@ void rh_swap_region_filled(rh_swap *s, uint32_t region, size_t bytes)
 	}
 	pthread_mutex_unlock(&s->lock);
 	pthread_mutex_unlock(&s->evict_lock);
-	pthread_mutex_unlock(&s->fault_lock);
+	pthread_rwlock_unlock(&s->fault_lock);
 }
 
 unsigned rh_swap_region_evicted_pct(rh_swap *s, uint32_t region, size_t bytes)

@@ -44,6 +44,7 @@ typedef struct rh_swap_opts {
 	bool readahead_adaptive;   /* per region: grow on sequential faults, shrink on others */
 	uint64_t fault_spin_ns;    /* fault thread polls this long after a fault */
 	bool signal_faults;        /* each thread serves its own faults (SIGBUS) */
+	uint32_t fault_threads;    /* without signal_faults: threads reading faults (0: 1) */
 	uint32_t timeout_ms;       /* for each remote operation */
 	const rh_swap_host *hosts; /* copied */
 	size_t n_hosts;

@@ -2,6 +2,7 @@
  * with references measured in the same run.
  *
  * usage: rh-bench-swap TRACERD PROVIDER [--cache-mib N] [--json FILE]
+ *                      [--threads N] [--signal 0|1] [--fault-threads N]
  *
  * A range 4x the cache is hosted by one tracer. Phases:
  *   zero-fault   read-touch INIT pages (UFFDIO_COPY of a zero page)
@@ -10,9 +11,13 @@
  *   fault        read-touch random evicted pages, readahead off
  *   random-in    random evicted pages, readahead off, as throughput
  *   seq-scan     read the range in order, readahead 8 and 32
+ *   mt-random    random evicted pages from 1 and from N threads (--threads,
+ *                default 2), readahead off, the same total work: the
+ *                throughput ratio is how far fault service scales
  * Target: fault <= 1.3 x (raw-read + zero-fault); seq-scan >= 1 GB/s on shm.
  */
 #include <jansson.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,18 +48,60 @@ static uint64_t xorshift(uint64_t *s)
 	return *s;
 }
 
+typedef struct mt_arg {
+	const volatile uint8_t *heap;
+	size_t pages;
+	int n;
+	uint64_t seed, sum;
+} mt_arg;
+
+static void *mt_main(void *p)
+{
+	mt_arg *a = p;
+	for (int i = 0; i < a->n; i++)
+		a->sum += a->heap[(xorshift(&a->seed) % a->pages) * RH_PAGE_SIZE + 64];
+	return NULL;
+}
+
+/* Random reads over the range (4x the cache: three in four fault) from
+ * `threads` threads, `total` in all; MB/s of pages read. */
+static double mt_random(const uint8_t *heap, size_t pages, int threads, int total)
+{
+	pthread_t t[64];
+	mt_arg a[64];
+	uint64_t t0 = rh_now_ns();
+	for (int i = 0; i < threads; i++) {
+		a[i] = (mt_arg){heap, pages, total / threads, 0x9e3779b97f4a7c15ull * (i + 1), 0};
+		pthread_create(&t[i], NULL, mt_main, &a[i]);
+	}
+	for (int i = 0; i < threads; i++) {
+		pthread_join(t[i], NULL);
+		sink += a[i].sum;
+	}
+	return total * 4096.0 / 1e6 / ((double)(rh_now_ns() - t0) / 1e9);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
-		fprintf(stderr, "usage: %s TRACERD PROVIDER [--cache-mib N] [--json FILE]\n",
+		fprintf(stderr,
+		        "usage: %s TRACERD PROVIDER [--cache-mib N] [--json FILE] [--threads N] "
+		        "[--signal 0|1] [--fault-threads N]\n",
 		        argv[0]);
 		return 2;
 	}
 	const char *tracerd = argv[1], *provider = argv[2], *json_path = NULL;
 	unsigned long long cache_mib = 64;
+	int threads = 2, signal_faults = 0, fault_threads = 1;
 	for (int i = 3; i + 1 < argc; i += 2) {
 		if (!strcmp(argv[i], "--cache-mib"))
 			cache_mib = strtoull(argv[i + 1], NULL, 10);
+		else if (!strcmp(argv[i], "--threads"))
+			threads = atoi(argv[i + 1]);
+		else if (!strcmp(argv[i], "--signal"))
+			signal_faults = atoi(argv[i + 1]);
+		else if (!strcmp(argv[i], "--fault-threads"))
+			fault_threads = atoi(argv[i + 1]);
 		else if (!strcmp(argv[i], "--json"))
 			json_path = argv[i + 1];
 	}
@@ -90,6 +137,8 @@ int main(int argc, char **argv)
 	                   .region_size = cfg.region_size,
 	                   .budget = cfg.heap_size / 4,
 	                   .readahead = 32,
+	                   .signal_faults = signal_faults != 0,
+	                   .fault_threads = (uint32_t)fault_threads,
 	                   .timeout_ms = 5000,
 	                   .hosts = hosts,
 	                   .n_hosts = n_hosts};
@@ -179,11 +228,21 @@ int main(int argc, char **argv)
 				sink += heap[p * RH_PAGE_SIZE + o];
 		seq_gbs[k] = (double)cfg.heap_size / 1e9 / ((double)(rh_now_ns() - t0) / 1e9);
 	}
+	/* mt-random: the same total work from one thread, then from N. */
+	rh_swap_set_readahead(s, 0);
+	if (threads < 1 || threads > 64)
+		threads = 2;
+	double mt1 = mt_random(heap, pages, 1, 20000);
+	double mtn = mt_random(heap, pages, threads, 20000);
 	rh_swap_stats_get(s, &st);
 
 	double ratio = fault_us / (raw_us + zero_us);
-	printf("swap benchmark: %s, range %llu MiB, cache %llu MiB (1 tracer)\n", provider,
-	       heap_mib, cache_mib);
+	printf("swap benchmark: %s, range %llu MiB, cache %llu MiB (1 tracer), faults served by "
+	       "%s\n",
+	       provider, heap_mib, cache_mib,
+	       signal_faults       ? "the faulting threads"
+	       : fault_threads > 1 ? "fault threads"
+	                           : "a fault thread");
 	printf("  %-34s %10.2f us\n", "zero-page fault (INIT)", zero_us);
 	printf("  %-34s %10.2f us\n", "raw 4 KiB READ (provider)", raw_us);
 	printf("  %-34s %10.2f us   %.2fx (raw + zero); target <= 1.3x\n",
@@ -194,17 +253,21 @@ int main(int argc, char **argv)
 	printf("  %-34s %10.2f GB/s   target >= 1 GB/s on shm\n", "sequential scan, readahead 32",
 	       seq_gbs[1]);
 	printf("  %-34s %10.1f MB/s written back\n", "eviction during fill", evict_mbs);
+	printf("  %-34s %10.1f MB/s\n", "random page-in, 1 thread", mt1);
+	printf("  %-34s %10.1f MB/s   %.2fx 1 thread\n", "random page-in, N threads", mtn,
+	       mtn / mt1);
 
 	if (json_path) {
 		json_t *j = json_pack(
-		        "{s:s, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:I}",
+		        "{s:s, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:I, s:I, "
+		        "s:f, s:f}",
 		        "provider", provider, "range_mib", (json_int_t)heap_mib, "cache_mib",
 		        (json_int_t)cache_mib, "zero_fault_us", zero_us, "raw_read_us", raw_us,
 		        "fault_us", fault_us, "fault_ratio", ratio, "random_in_mbs",
 		        rn * 4096.0 / 1e6 / rand_s, "seq_scan_ra8_gbs", seq_gbs[0],
 		        "seq_scan_ra32_gbs", seq_gbs[1], "evict_mbs", evict_mbs, "bytes_fetched",
-		        (json_int_t)st.bytes_fetched, "bytes_evicted",
-		        (json_int_t)st.bytes_evicted);
+		        (json_int_t)st.bytes_fetched, "bytes_evicted", (json_int_t)st.bytes_evicted,
+		        "threads", (json_int_t)threads, "mt1_mbs", mt1, "mtn_mbs", mtn);
 		json_dump_file(j, json_path, JSON_INDENT(2));
 		json_decref(j);
 	}

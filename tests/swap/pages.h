@@ -14,12 +14,12 @@ static inline uint8_t pattern(size_t i)
 	return (uint8_t)(i * 131 + (i >> 12) * 7 + 1);
 }
 
-/* The fault thread wakes a faulting thread when it installs the page and
- * sets the page's state just after: wait for the fault being handled. */
+/* A fault wakes the faulting thread when it installs the page and sets
+ * the page's state just after: wait for the faults being handled. */
 static inline void settle(rh_swap *s)
 {
-	pthread_mutex_lock(&s->fault_lock);
-	pthread_mutex_unlock(&s->fault_lock);
+	pthread_rwlock_wrlock(&s->fault_lock);
+	pthread_rwlock_unlock(&s->fault_lock);
 }
 
 #endif

@@ -170,10 +170,10 @@ int main(int argc, char **argv)
 	              rh_swap_page_state(s, a) == RH_PAGE_EVICTED,
 	      "B fetched CLEAN, A still EVICTED (%u, %u)", rh_swap_page_state(s, b),
 	      rh_swap_page_state(s, a));
-	pthread_mutex_lock(&s->fault_lock);
+	pthread_rwlock_wrlock(&s->fault_lock);
 	rh_swap_set(s, rh_swap_page(s, b), RH_PAGE_EVICTED);
 	atomic_fetch_sub(&s->resident, 1);
-	pthread_mutex_unlock(&s->fault_lock);
+	pthread_rwlock_unlock(&s->fault_lock);
 	CHECK(vp[3 * RH_PAGE_SIZE] == pattern(3 * RH_PAGE_SIZE), "A reads back");
 	settle(s);
 	CHECK(rh_swap_page_state(s, b) == RH_PAGE_DIRTY,
@@ -224,10 +224,10 @@ int main(int argc, char **argv)
 	volatile uint8_t *vr = (volatile uint8_t *)r;
 	vr[3 * RH_PAGE_SIZE] = 0x66;
 	settle(s);
-	pthread_mutex_lock(&s->fault_lock);
+	pthread_rwlock_wrlock(&s->fault_lock);
 	rh_swap_set(s, rh_swap_page(s, r + 3 * RH_PAGE_SIZE), RH_PAGE_INIT);
 	atomic_fetch_sub(&s->resident, 1);
-	pthread_mutex_unlock(&s->fault_lock);
+	pthread_rwlock_unlock(&s->fault_lock);
 	vr[0] = 0x55;
 	settle(s);
 	CHECK(count_state(s, r, 4, RH_PAGE_DIRTY) == 4,

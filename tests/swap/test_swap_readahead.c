@@ -128,17 +128,17 @@ int main(int argc, char **argv)
 	uint64_t adaptive_ra = p.ra_pages;
 
 	/* The same order with the window fixed. */
-	pthread_mutex_lock(&s->fault_lock);
+	pthread_rwlock_wrlock(&s->fault_lock);
 	s->o.readahead_adaptive = false;
-	pthread_mutex_unlock(&s->fault_lock);
+	pthread_rwlock_unlock(&s->fault_lock);
 	p = read_pages(s, reg2, b2, off2, scat, np);
 	CHECK(p.bad == 0, "scattered, fixed window: every byte reads back (%zu wrong)", p.bad);
 	CHECK(p.ra_pages >= 3 * adaptive_ra && p.ra_pages >= np / 2,
 	      "scattered, fixed window: %llu pages read ahead, against %llu adaptive",
 	      (unsigned long long)p.ra_pages, (unsigned long long)adaptive_ra);
-	pthread_mutex_lock(&s->fault_lock);
+	pthread_rwlock_wrlock(&s->fault_lock);
 	s->o.readahead_adaptive = true;
-	pthread_mutex_unlock(&s->fault_lock);
+	pthread_rwlock_unlock(&s->fault_lock);
 
 	/* Region 2's window is small now; reading it in order doubles it
 	 * back (1, 2, 4, 8: four faults more than from the start), and a new
