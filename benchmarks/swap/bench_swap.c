@@ -27,6 +27,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "runtime/remote.h"
 #include "swap/swap.h"
@@ -233,6 +234,19 @@ int main(int argc, char **argv)
 		       "%.1f us CPU, %.2f context switches\n",
 		       provider, fault_threads, raw_us, fault_us, (cpu1 - cpu0) / per,
 		       (csw1 - csw0) / per);
+		size_t held = 0;
+		for (size_t p = 0; p < pages; p++) {
+			uint8_t ps = rh_swap_page_state(s, cfg.heap_base + p * RH_PAGE_SIZE);
+			held += ps == RH_PAGE_CLEAN || ps == RH_PAGE_DIRTY;
+		}
+		usleep(200000);
+		usage_now(&cpu0, &csw0);
+		usleep(1000000);
+		usage_now(&cpu1, &csw1);
+		printf("resident counted %llu, pages held %zu, budget %llu; idle second: %.0f us "
+		       "CPU, %.0f context switches\n",
+		       (unsigned long long)st.resident_pages, held,
+		       (unsigned long long)st.budget_pages, cpu1 - cpu0, csw1 - csw0);
 		goto done;
 	}
 
