@@ -259,6 +259,34 @@ void rh_region_build_starts(rh_heap *h, rh_region *r);
 /* The object containing address a in region r (starts must be valid), or 0. */
 uintptr_t rh_region_object_at(rh_heap *h, rh_region *r, uintptr_t a);
 
+/* rh_cards_slots, inline: a pause's card scan passes its own static fn,
+ * which the compiler then inlines into the walk (most cards hold a few
+ * small objects with a field or two each: a call per field cost more than
+ * the field). */
+static inline void rh_cards_slots_inline(rh_heap *h, uint64_t first, uint64_t n, rh_slot_fn fn,
+                                         void *ctx)
+{
+	uintptr_t lo = h->base + (first << RH_CARD_SHIFT), hi = lo + (n << RH_CARD_SHIFT);
+	rh_region *sr = rh_region_of(h, lo);
+	if (sr->kind == RH_REGION_FREE)
+		return;
+	sr = rh_region_head(h, sr);
+	if (sr->kind == RH_REGION_HUMONGOUS) {
+		rh_object_slots_in_inline(&h->types, sr->start, lo, hi, fn, ctx);
+		return;
+	}
+	if (!sr->starts_valid)
+		rh_region_build_starts(h, sr);
+	uintptr_t p = rh_region_object_at(h, sr, lo);
+	if (!p)
+		p = lo; /* the run starts at an object boundary or past top */
+	while (p < hi && p < sr->top) {
+		size_t bytes = rh_hdr_bytes(rh_hdr((void *)p));
+		rh_object_slots_in_inline(&h->types, p, lo, hi, fn, ctx);
+		p += bytes;
+	}
+}
+
 /* ---- mutators and safepoints (mutator.c, stack.c) ---- */
 /* Stop the world with the calling thread as collector: true. If another
  * thread is collecting, wait for it to finish (as a stopped mutator) and

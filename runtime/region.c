@@ -348,25 +348,7 @@ uintptr_t rh_region_object_at(rh_heap *h, rh_region *r, uintptr_t a)
 
 void rh_cards_slots(rh_heap *h, uint64_t first, uint64_t n, rh_slot_fn fn, void *ctx)
 {
-	uintptr_t lo = h->base + (first << RH_CARD_SHIFT), hi = lo + (n << RH_CARD_SHIFT);
-	rh_region *sr = rh_region_of(h, lo);
-	if (sr->kind == RH_REGION_FREE)
-		return;
-	sr = rh_region_head(h, sr);
-	if (sr->kind == RH_REGION_HUMONGOUS) {
-		rh_object_slots_in(&h->types, sr->start, lo, hi, fn, ctx);
-		return;
-	}
-	if (!sr->starts_valid)
-		rh_region_build_starts(h, sr);
-	uintptr_t p = rh_region_object_at(h, sr, lo);
-	if (!p)
-		p = lo; /* the run starts at an object boundary or past top */
-	while (p < hi && p < sr->top) {
-		size_t bytes = rh_hdr_bytes(rh_hdr((void *)p));
-		rh_object_slots_in(&h->types, p, lo, hi, fn, ctx);
-		p += bytes;
-	}
+	rh_cards_slots_inline(h, first, n, fn, ctx);
 }
 
 void rh_card_slots(rh_heap *h, uint64_t card, rh_slot_fn fn, void *ctx)
