@@ -42,10 +42,10 @@ static void set_kind(rh_heap *h, rh_region *r, rh_region_kind kind)
 	}
 }
 
-/* Invariant: bytes of a region at or past dirty_end are zero. Eden (TLABs
- * hand out zeroed memory) and humongous objects need zeroed regions;
- * survivor regions are written by copying and never read past their top,
- * so they may start dirty. */
+/* Invariant: bytes of a region at or past dirty_end are zero. Humongous
+ * objects need zeroed regions (zeroed here); eden's chunks are zeroed as
+ * they are carved (alloc.P1); survivor regions are written by copying and
+ * never read past their top, so they may start dirty. */
 static void make_zero(rh_heap *h, rh_region *r)
 {
 	if (r->dirty_end > r->start)
@@ -57,7 +57,7 @@ static void make_zero(rh_heap *h, rh_region *r)
 	}
 }
 
-static int64_t take(rh_heap *h, rh_region_kind kind, bool zero, bool warm_first);
+static int64_t take(rh_heap *h, rh_region_kind kind, bool warm_first);
 
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
@@ -72,26 +72,29 @@ static int64_t take(rh_heap *h, rh_region_kind kind, bool zero, bool warm_first)
  * are mapped already. A disaggregated heap's pages are the pager's
  * (userfaultfd): never populated here. Older kernels refuse the advice;
  * the pages then fault in as before. */
-static void populate(const rh_heap *h, const rh_region *r, size_t bytes)
+static void populate(const rh_heap *h, rh_region *r, size_t bytes)
 {
-	if (h->swap || r->dirty_end >= r->start + bytes)
+	if (h->swap || r->mapped || r->dirty_end >= r->start + bytes)
 		return;
+	/* Asking again for pages already there walks them all: a warm
+	 * region is taken many times between two drops. */
 	uintptr_t from = r->dirty_end & ~(uintptr_t)4095;
-	(void)madvise((void *)from, r->start + bytes - from, MADV_POPULATE_WRITE);
-}
-
-int64_t rh_region_take(rh_heap *h, rh_region_kind kind)
-{
-	return take(h, kind, kind != RH_REGION_OLD, true);
+	if (madvise((void *)from, r->start + bytes - from, MADV_POPULATE_WRITE) == 0)
+		r->mapped = bytes == h->region_size;
 }
 
 int64_t rh_region_take_dest(rh_heap *h, rh_region_kind kind)
 {
-	return take(h, kind, false, true);
+	return take(h, kind, true);
+}
+
+int64_t rh_region_take_eden(rh_heap *h)
+{
+	return take(h, RH_REGION_EDEN, true);
 }
 
 /* The free list's top region, or a warm one first if warm_first. */
-static int64_t take(rh_heap *h, rh_region_kind kind, bool zero, bool warm_first)
+static int64_t take(rh_heap *h, rh_region_kind kind, bool warm_first)
 {
 	if (h->n_free == 0)
 		return -1;
@@ -110,9 +113,7 @@ static int64_t take(rh_heap *h, rh_region_kind kind, bool zero, bool warm_first)
 	}
 	uint32_t i = h->free_list[--h->n_free];
 	rh_region *r = &h->regions[i];
-	if (zero) {
-		make_zero(h, r);
-	} else if (r->warm) {
+	if (r->warm) {
 		r->warm = 0; /* dirty_end stays: the bytes are still there */
 		h->n_warm--;
 	}
@@ -136,7 +137,7 @@ int64_t rh_region_take_in(rh_heap *h, uint32_t lo, uint32_t n, rh_region_kind ki
 		if (idx - lo < n && !h->regions[idx].warm) {
 			h->free_list[k] = h->free_list[h->n_free - 1];
 			h->free_list[h->n_free - 1] = idx;
-			return take(h, kind, false, false);
+			return take(h, kind, false);
 		}
 	}
 	return -1;
@@ -242,8 +243,10 @@ static void drop_run(rh_heap *h, uint32_t from, uint32_t to)
 			       from, strerror(errno));
 		to = from; /* nothing dropped */
 	}
-	for (uint32_t i = from; i < to; i++)
+	for (uint32_t i = from; i < to; i++) {
 		h->regions[i].dirty_end = h->regions[i].start;
+		h->regions[i].mapped = 0;
+	}
 }
 
 /* region.P1: a local heap returns freed regions' pages once per pause, a

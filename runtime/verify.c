@@ -159,7 +159,8 @@ static void parse_regions(vctx *v)
 }
 
 /* Past both its top and its dirty_end, a region holds only zeros: eden
- * takes a warm region and zeroes only [start, dirty_end) (region.c). Only
+ * takes a warm region as it is and zeroes each chunk it carves below
+ * dirty_end (alloc.P1). Only
  * on a local heap: on a disaggregated one, reading would fault pages in
  * and change what the swap system holds. */
 static void check_zero_tails(vctx *v)
