@@ -210,6 +210,7 @@ static uint64_t *fix_remote(rh_heap *h, const rh_swap_host *hosts, size_t n_host
 		free(moved);
 		return NULL;
 	}
+	/* cssc.F1: from here no sent card's page is faulted in. */
 	/* Evictions in flight finish first: a page being written back is
 	 * still the CPU server's. */
 	rh_swap_quiesce(h->swap);
@@ -672,6 +673,7 @@ static void run(rh_heap *h)
 				cnt++;
 			send_roots(h, k, r, RH_ROOTS_REMARK, lo, cnt);
 		}
+		/* cssc.C2: sources and destinations agreed before any copy. */
 		if (rh_remote_evacuate(h->remote, k, ++h->cssc_id,
 		                       h->cfg.remark ? 0 : RH_EVAC_NO_REMARK, src[k], n_src[k],
 		                       dst[k], n_dst[k], &e) != RH_OK)
@@ -724,7 +726,7 @@ static void run(rh_heap *h)
 			tracer_ns = ev->remark_ns + ev->evac_ns;
 	}
 
-	/* References from outside the moved objects. */
+	/* References from outside the moved objects (cssc.C3). */
 	fixed = 0;
 	size_t n_taken = 0;
 	uint64_t *taken = fix_remote(h, hosts, n_hosts, &n_taken);
@@ -812,6 +814,7 @@ static void run(rh_heap *h)
 void rh_cssc_finish(rh_heap *h, rh_gc_kind kind)
 {
 	rh_emit(h, kind, RH_PHASE_REMOTE, 1);
+	/* cssc.C1: inside the pause; no mutator runs until it returns. */
 	if (h->offload_active)
 		run(h);
 	h->offload_active = false;
@@ -934,7 +937,7 @@ uint64_t rh_cssc_full(rh_heap *h)
 	rh_remote_full *f;
 	if (rh_remote_full_end(h->remote, &f, &e) != RH_OK)
 		rh_heap_fail(h, &e);
-	/* A region with anything dead in it got fillers on its host: its
+	/* fullmark.M1: a region with anything dead in it got fillers on its host: its
 	 * resident pages are stale now and go before anything reads them (no
 	 * thread here touches the heap until then; the tracers never write a
 	 * region whose every object is live, nor a humongous one). */

@@ -1,5 +1,5 @@
 /* A full marking by the tracers leaves the CPU server's cache as it can
- * (docs/distributed-gc.md, "Full collections", FM1).
+ * (docs/distributed-gc.md, "Full collections", fullmark.M1).
  *
  * Old regions of nodes, all resident on the CPU server. In one region
  * every other node (by address) is made garbage; the others stay rooted.
