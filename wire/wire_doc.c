@@ -64,8 +64,8 @@ static void put_table(FILE *o, const layout *l)
 			fprintf(o, ": %s", f->doc);
 		/* A lone array's count is bounded by the largest message
 		 * (unless its meaning says more). */
-		if (!f->doc && l->n_arrays == 1 && l->a[0].count2 == NO_COUNT && f->off == l->a[0].count &&
-		    f->kind != Z32) {
+		if (!f->doc && l->n_arrays == 1 && l->a[0].count2 == NO_COUNT &&
+		    f->off == l->a[0].count && f->kind != Z32) {
 			size_t most = (RH_PROTO_MAX - RH_PROTO_HDR - fixed) / elem_size(l->a[0].e);
 			if (most >= 1000)
 				fprintf(o, ", at most %zu %03zu", most / 1000, most % 1000);
@@ -142,7 +142,9 @@ static int rewrite(const char *doc, FILE *out, int quiet, int *differ, int *foun
 		const char *body = ne ? ne + 5 : NULL, *e = body ? strstr(body, END) : NULL;
 		const layout *l = ne ? by_name(name, (size_t)(ne - name)) : NULL;
 		if (!l || !e) {
-			fprintf(stderr, "rh-wire-doc: a table marker names no message, or has no end: %.40s\n",
+			fprintf(stderr,
+			        "rh-wire-doc: a table marker names no message, or has no end: "
+			        "%.40s\n",
 			        b);
 			return -1;
 		}
@@ -154,7 +156,8 @@ static int rewrite(const char *doc, FILE *out, int quiet, int *differ, int *foun
 		fclose(g);
 		if (glen != (size_t)(e - body) || memcmp(gen, body, glen)) {
 			if (!quiet)
-				fprintf(stderr, "rh-wire-doc: the table of %s differs from wire/table.h\n",
+				fprintf(stderr,
+				        "rh-wire-doc: the table of %s differs from wire/table.h\n",
 				        l->name);
 			(*differ)++;
 		}
