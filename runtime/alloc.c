@@ -6,7 +6,7 @@
 
 void rh_tlab_retire(rh_mutator *m)
 {
-	/* Keep the region parsable: the unused tail becomes a filler object. */
+	/* alloc.A1: the unused tail becomes a filler object. */
 	if (m->fast.tlab_end > m->fast.tlab_top)
 		rh_fill((void *)m->fast.tlab_top, m->fast.tlab_end - m->fast.tlab_top);
 	m->bytes_allocated += m->fast.tlab_top - m->tlab_start;

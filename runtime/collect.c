@@ -192,7 +192,7 @@ static void choose_set(rh_gc *g)
 		return;
 	}
 	size_t n_cand = 0;
-	/* Old regions stay put while a concurrent cycle marks them. */
+	/* Old regions stay put while a concurrent cycle marks them (cmark.C2). */
 	rh_region **cand = rh_cmark_active(h) ? NULL : malloc(h->n_regions * sizeof *cand);
 	uint64_t eden_bytes = 0;
 	for (uint32_t i = 0; i < h->n_regions; i++) {

@@ -37,7 +37,7 @@ typedef struct rh_gc {
 } rh_gc;
 
 /* A heap slot's new value. A concurrent marker may be reading old
- * objects' fields during a partial pause (docs/collector.md, C1): the
+ * objects' fields during a partial pause (docs/collector.md, cmark.C1): the
  * store is atomic, which costs nothing more than a plain one on x86-64. */
 static inline void rh_slot_set(void **slot, uintptr_t v)
 {

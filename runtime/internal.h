@@ -29,6 +29,7 @@
 #include "gc/types.h"
 #include "rheap/rheap.h"
 #include "runtime/cmark.h"
+#include "runtime/cssc.h"
 #include "runtime/gcwork.h"
 #include "runtime/remote.h"
 #include "runtime/sizing.h"
@@ -182,11 +183,7 @@ struct rh_heap {
 	bool offload_on;
 	bool offload_active; /* this pause has tracer candidates */
 	uint8_t *offload;    /* per region: RH_OFF_* */
-	void ***tslots;      /* slots holding references into candidates */
-	size_t n_tslots, cap_tslots;
-	double cssc_ns_per_byte; /* a CSSC's measured time per byte its tracers copy */
-	uint64_t cssc_id;
-	uint64_t remote_marked_seen; /* MARKED entries already counted in stats */
+	rh_cssc cssc;        /* the rest of its state (cssc.h) */
 };
 
 enum { RH_OFF_NONE = 0, RH_OFF_CAND = 1, RH_OFF_MOVED = 2, RH_OFF_DEST = 3 };
@@ -319,13 +316,7 @@ int rh_collect_for_alloc(rh_heap *h, rh_mutator *self, int full);
 size_t rh_verify_heap(rh_heap *h);
 void rh_emit(rh_heap *h, rh_gc_kind kind, rh_phase ph, int begin);
 
-/* ---- distributed collection (cssc.c) ---- */
-/* Choose the regions tracers will evacuate in this partial pause. */
-void rh_cssc_choose(rh_heap *h);
-/* After the CPU server's own collection: tracers remark and evacuate the
- * chosen regions, references to them are fixed, and every tracer gets the
- * new region table and roots for concurrent marking. */
-void rh_cssc_finish(rh_heap *h, rh_gc_kind kind);
+/* ---- distributed collection (cssc.h) ---- */
 /* Whether region i receives promoted objects (some copying thread's
  * destination), and forgetting it as one. */
 static inline bool rh_is_dest(const rh_heap *h, uint32_t i)
@@ -346,12 +337,6 @@ static inline bool rh_cssc_cand(const rh_heap *h, uintptr_t v)
 {
 	return h->offload_active && rh_is_ref(h, v) && h->offload[rh_region_index(h, v)];
 }
-void rh_cssc_note(rh_heap *h, void **slot);
-/* A full collection by the tracers: they mark the whole heap together and
- * turn dead objects into fillers; empty regions are freed. Returns the live
- * bytes. Nothing moves and no page is pulled in. */
-uint64_t rh_cssc_full(rh_heap *h);
-void rh_cssc_drop(rh_heap *h, uint32_t region);
 
 /* ---- stats (stats.c) ---- */
 void rh_stats_record_pause(rh_heap *h, rh_gc_kind kind, uint64_t ns);

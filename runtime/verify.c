@@ -1,11 +1,11 @@
 /* The heap verifier: run with the world stopped, after a collection (the
  * "verify" config key or RHEAP_VERIFY=1) or on demand (rh_verify()).
  *
- * It checks that every region parses into valid objects; that every object
+ * It checks that every region parses into valid objects (alloc.A1); that every object
  * reachable from the roots has a valid header; that every reference it
  * holds points to an object start inside an allocated region; and that every
  * cross-region reference from a non-eden source is in the target's
- * remembered set (card in the source queue, address in the target queue);
+ * remembered set (rset.R1: card in the source queue, address in the target queue);
  * and that memory eden may reuse without zeroing it is zero.
  */
 #include <stdarg.h>

@@ -104,6 +104,7 @@ static void install(rh_swap *s, uintptr_t a, const void *src, bool writable, boo
 		rh_panic("swap: UFFDIO_COPY at %#lx failed: %s", (unsigned long)a, strerror(-rc));
 	}
 	size_t before = atomic_fetch_add(&s->resident, 1);
+	/* swap.P2: FETCHING or INIT -> CLEAN or DIRTY after a whole-page copy. */
 	rh_swap_set(s, pg, st);
 	kick_evictor(s, before, 1);
 }
@@ -123,12 +124,14 @@ static void zero_run(rh_swap *s, uintptr_t a)
 	while (n < RH_ZERO_RUN && a + n * RH_PAGE_SIZE < region_end &&
 	       rh_swap_get(s, pg + n) == RH_PAGE_INIT)
 		n++;
+	/* swap.P3: the zero run counts against the budget like a window. */
 	budget_wait(s, n);
 	size_t bytes;
 	int err = -rh_uffd_copy(s, a, s->zero, n * RH_PAGE_SIZE, false, true, &bytes);
 	size_t done = bytes / RH_PAGE_SIZE;
 	size_t before = atomic_fetch_add(&s->resident, done);
 	for (size_t i = 0; i < done; i++)
+		/* swap.P2: INIT -> DIRTY, zero pages installed whole. */
 		rh_swap_set(s, pg + i, RH_PAGE_DIRTY);
 	kick_evictor(s, before, done);
 	if (done == 0) {
@@ -181,6 +184,7 @@ static bool resident_run(rh_swap *s, uint32_t r, uint32_t from, uint32_t to)
  * and, later, an eviction. Runs under fault_lock, like every fetch. */
 static size_t ra_window(rh_swap *s, uint32_t r, uint32_t q)
 {
+	/* swap.R2, swap.R3: doubled or halved, only under fault_lock. */
 	uint32_t max = __atomic_load_n(&s->readahead, __ATOMIC_RELAXED);
 	if (!s->o.readahead_adaptive)
 		return max;
@@ -202,6 +206,7 @@ static void fetch(rh_swap *s, uintptr_t a, bool write)
 	const rh_swap_host *h = rh_swap_host_of(s, a);
 	uintptr_t region_end = (a & ~(uintptr_t)(s->region_size - 1)) + s->region_size;
 	size_t pg = rh_swap_page(s, a);
+	/* swap.P2: EVICTED -> FETCHING; the read goes to a private buffer. */
 	if (!h || !rh_swap_cas(s, pg, RH_PAGE_EVICTED, RH_PAGE_FETCHING)) {
 		rh_uffd_wake(s, a, RH_PAGE_SIZE);
 		return;
@@ -210,6 +215,7 @@ static void fetch(rh_swap *s, uintptr_t a, bool write)
 	uint32_t r = (uint32_t)((a - s->base) >> s->region_shift);
 	uint32_t q = (uint32_t)((a & (s->region_size - 1)) >> RH_PAGE_SHIFT);
 	size_t n = 1, ra = ra_window(s, r, q);
+	/* swap.R2: the window read ahead, EVICTED -> FETCHING. */
 	while (n <= ra && a + n * RH_PAGE_SIZE < region_end &&
 	       rh_swap_cas(s, pg + n, RH_PAGE_EVICTED, RH_PAGE_FETCHING))
 		n++;
@@ -268,10 +274,11 @@ static void on_write_protect(rh_swap *s, uintptr_t a)
 {
 	size_t pg = rh_swap_page(s, a);
 	/* Under the lock: the evictor claims and protects pages under it too,
-	 * so a page cannot be unprotected after the evictor copied it (P1). */
+	 * so a page cannot be unprotected after the evictor copied it (swap.P1). */
 	pthread_mutex_lock(&s->lock);
 	switch (rh_swap_get(s, pg)) {
 	case RH_PAGE_CLEAN:
+		/* swap.P1: CLEAN -> DIRTY under the lock the evictor claims with. */
 		rh_swap_set(s, pg, RH_PAGE_DIRTY);
 		atomic_fetch_add(&s->st.wp_faults, 1);
 		/* fall through */
@@ -300,6 +307,7 @@ void rh_swap_serve(rh_swap *s, uintptr_t a, int write)
 {
 	a &= ~(uintptr_t)(RH_PAGE_SIZE - 1);
 	size_t pg = rh_swap_page(s, a);
+	/* swap.R3: one fault at a time, as with the fault thread. */
 	pthread_mutex_lock(&s->fault_lock);
 	while (atomic_load(&s->failed)) {
 		/* The process is going down (the fatal handler runs): this
@@ -310,6 +318,7 @@ void rh_swap_serve(rh_swap *s, uintptr_t a, int write)
 		pthread_mutex_unlock(&s->lock);
 		pthread_mutex_lock(&s->fault_lock);
 	}
+	/* swap.S1: no heap memory is touched while fault_lock is held. */
 	switch (rh_swap_get(s, pg)) {
 	case RH_PAGE_INIT:
 		/* Unknown counts as a write: a zero run, DIRTY, which is

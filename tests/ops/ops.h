@@ -1,12 +1,12 @@
-/* Helpers for the operations tests, whose clusters (tests/swap/cluster.h)
+/* Helpers for the operations tests, whose clusters (tests/common/cluster.h)
  * log to files the tests read back. */
 #ifndef RH_TEST_OPS_H
 #define RH_TEST_OPS_H
 
 #include <time.h>
 
-#include "tests/swap/check.h"
-#include "tests/swap/cluster.h"
+#include "tests/common/check.h"
+#include "tests/common/cluster.h"
 
 /* cluster_start's tracer options for the tests here: logs in files. */
 #define OPS_TRACERS(args) (&(const cluster_tracers){.extra = (args), .log = 1})

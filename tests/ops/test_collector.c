@@ -170,12 +170,8 @@ static void run_case(const char *name, int (*send)(client *, rh_error *), const 
 
 int main(int argc, char **argv)
 {
-	if (argc < 3) {
-		fprintf(stderr, "usage: %s TRACERD PROVIDER\n", argv[0]);
+	if (cluster_args(argc, argv, 0, "", &tracerd, &provider))
 		return 2;
-	}
-	tracerd = argv[1];
-	provider = argv[2];
 	signal(SIGPIPE, SIG_IGN);
 	run_case("EVACUATE src=[0,5] dst=[100]", evac_bad_second_source,
 	         "EVACUATE: region 5 is free here, expected an old region");
@@ -184,6 +180,5 @@ int main(int argc, char **argv)
 	run_case("FIX_CARDS unaligned slot", fix_unaligned_slot, "FIX_CARDS: write 0: slot");
 	run_case("MARK_REFS unaligned", mark_unaligned, "not a nonzero 8-byte aligned address");
 	run_case("ROOTS without end", roots_without_end, "ROOTS: more than");
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed != 0;
+	return check_done();
 }

@@ -273,12 +273,8 @@ static void flood(int idle, int max_hs)
 
 int main(int argc, char **argv)
 {
-	if (argc < 4) {
-		fprintf(stderr, "usage: %s TRACERD PROVIDER memory|flood\n", argv[0]);
+	if (cluster_args(argc, argv, 1, "memory|flood", &tracerd, &provider))
 		return 2;
-	}
-	tracerd = argv[1];
-	provider = argv[2];
 	signal(SIGPIPE, SIG_IGN);
 	if (!strcmp(argv[3], "memory")) {
 		test_memory();
@@ -289,6 +285,5 @@ int main(int argc, char **argv)
 		fprintf(stderr, "unknown mode %s\n", argv[3]);
 		return 2;
 	}
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed != 0;
+	return check_done();
 }

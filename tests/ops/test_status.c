@@ -209,6 +209,5 @@ int main(int argc, char **argv)
 	      "after the session both are down, exit 3: %s", out);
 	CHECK(ctl("down", out, sizeof out) == 0, "down");
 	cluster_stop(&cl);
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed != 0;
+	return check_done();
 }
