@@ -414,6 +414,55 @@ static int hello(rh_remote *r, size_t i, rh_error *err)
 	return RH_OK;
 }
 
+/* Say BYE to the hosts of a failed attempt and close them: each tracer
+ * ends that session, releases it and waits for the next (operations.R1). */
+static void disconnect_all(rh_remote *r, bool *had)
+{
+	for (size_t i = 0; i < r->n_hosts; i++) {
+		had[i] = r->hosts[i].conn != NULL;
+		if (!had[i])
+			continue;
+		rh_msg m = {.type = RH_MSG_BYE};
+		rh_error e;
+		send_to(r, i, &m, &e);
+		rh_tp_close(r->hosts[i].conn);
+		r->hosts[i].conn = NULL;
+	}
+}
+
+/* HELLO every host. A tracer busy with other connections' handshakes
+ * leaves ours unanswered (RH_ETIMEDOUT); the whole attempt is then
+ * repeated while the open timeout lasts (operations.R2), so that no tracer
+ * is left holding a session nobody serves. A tracer we had a session with
+ * in the last attempt may still be releasing it and answer busy: that is
+ * retried too, a busy answer from any other is final. */
+static int connect_all(rh_remote *r, rh_error *err)
+{
+	uint64_t t = (uint64_t)r->cfg->timeout_ms * 1000000ull;
+	uint64_t deadline = rh_now_ns() + RH_REMOTE_OPEN_TIMEOUTS * t;
+	bool *had = calloc(r->n_hosts, sizeof *had);
+	if (!had)
+		return rh_err_set(err, RH_ENOMEM, "control path: out of memory");
+	int rc = RH_OK;
+	for (unsigned attempt = 1;; attempt++) {
+		size_t i = 0;
+		for (rc = RH_OK; rc == RH_OK && i < r->n_hosts; i++)
+			rc = hello(r, i, err);
+		if (rc == RH_OK)
+			break;
+		bool again = rc == RH_ETIMEDOUT || (rc == RH_EBUSY && had[i - 1]);
+		disconnect_all(r, had);
+		if (!again || rh_now_ns() >= deadline)
+			break;
+		rh_log(RH_LOG_INFO, "remote", "open: attempt %u failed (%s); trying again", attempt,
+		       err->msg);
+		if (rc == RH_EBUSY)
+			usleep(20000);
+	}
+	free(had);
+	return rc;
+}
+
 int rh_remote_open(const rh_config *cfg, void (*fatal)(void *, const rh_error *), void *data,
                    rh_remote **out, rh_error *err)
 {
@@ -443,8 +492,8 @@ int rh_remote_open(const rh_config *cfg, void (*fatal)(void *, const rh_error *)
 	                         r->evac && r->fix
 	                 ? RH_OK
 	                 : rh_err_set(err, RH_ENOMEM, "control path: out of memory");
-	for (size_t i = 0; rc == RH_OK && i < r->n_hosts; i++)
-		rc = hello(r, i, err);
+	if (rc == RH_OK)
+		rc = connect_all(r, err);
 	if (rc == RH_OK) {
 		if (pthread_create(&r->monitor, NULL, monitor_main, r) != 0)
 			rc = rh_err_set(err, RH_EIO, "control path: cannot start the monitor");
