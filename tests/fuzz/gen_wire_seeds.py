@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""Seeds for fuzz_wire.c (fuzz-chan, fuzz-tcp, fuzz-shm): well-formed peer
+streams in the harness's chunk format (u8 flags, u16 length, bytes; flags
+bit 0 passes a memfd, bit 1 /dev/null) built from the frame layouts in
+transport/chan.h, transport/tcp/tcp.h and transport/shm/shm.c.
+
+usage: gen_wire_seeds.py CORPUS_DIR   (writes CORPUS_DIR/{chan,tcp,shm}/)
+"""
+import os
+import struct
+import sys
+
+SETUP, MSG, CREDIT = 1, 2, 3
+TCP_REQ, TCP_RESP, TCP_AD, TCP_UNAD = 16, 17, 18, 19
+SHM_AD, SHM_UNAD = 16, 17
+READ, WRITE, CAS, FAA, WRITE8 = 1, 2, 3, 4, 5
+BASE, LEN = 0x4a0000000000, 16384  # fuzz_wire.c's RANGE_BASE, RANGE_LEN
+
+
+def hdr(t, arg=0, wr_id=0, n=0):
+    return struct.pack("<IIQQ", t, arg, wr_id, n)
+
+
+def chunk(b, flags=0):
+    return struct.pack("<BH", flags, len(b)) + b
+
+
+def stream(*frames):
+    return b"".join(chunk(f) for f in frames)
+
+
+def setup():
+    return hdr(SETUP, 8, 0, 4096)
+
+
+def msg(b):
+    return hdr(MSG, 0, 0, len(b)) + b
+
+
+def rw(op, seq, segs, data=b""):
+    body = struct.pack("<II", len(segs), 0)
+    body += b"".join(struct.pack("<QII", a, n, 0) for a, n in segs)
+    return hdr(TCP_REQ, op, seq, len(body) + len(data)) + body + data
+
+
+def atomic(op, seq, addr, a, b=0):
+    return hdr(TCP_REQ, op, seq, 24) + struct.pack("<QQQ", addr, a, b)
+
+
+def seeds():
+    chan = {
+        "messages-credit": stream(setup(), msg(b"hello"), hdr(CREDIT, 3), msg(b"")),
+        "over-credits": stream(setup(), *[msg(bytes([i]) * 10) for i in range(9)]),
+        "over-max-msg": stream(setup(), hdr(MSG, 0, 0, 5000) + b"x" * 5000),
+        "split-frames": b"".join(chunk(bytes([c])) for c in setup() + msg(b"split")),
+        "unknown-type": stream(setup(), hdr(99, 1, 2, 0)),
+    }
+    tcp = {
+        "read": stream(setup(), rw(READ, 7, [(BASE + 16, 64)])),
+        "write-two-segs": stream(setup(), rw(WRITE, 8, [(BASE, 8), (BASE + 100, 4)], b"A" * 12)),
+        "atomics": stream(setup(), atomic(CAS, 9, BASE + 8, 0, 5), atomic(FAA, 10, BASE + 8, 3),
+                          atomic(WRITE8, 11, BASE + 16, 42)),
+        "out-of-range": stream(setup(), rw(READ, 12, [(BASE + LEN - 8, 64)]),
+                               rw(WRITE, 13, [(BASE - 8, 8)], b"B" * 8)),
+        "answers": stream(setup(), hdr(TCP_RESP, 0, 1, 256) + b"C" * 256, hdr(TCP_RESP, 0, 2, 0),
+                          hdr(TCP_RESP, 0, 3, 8) + struct.pack("<Q", 0)),
+        "ads": stream(setup(), hdr(TCP_AD, 0, 0, 16) + struct.pack("<QQ", 0x1000, 4096),
+                      hdr(TCP_UNAD, 0, 0, 16) + struct.pack("<QQ", 0x1000, 4096),
+                      hdr(TCP_UNAD, 0, 0, 16) + struct.pack("<QQ", 0x9000, 4096)),
+        "messages": stream(setup(), msg(b"ping"), hdr(CREDIT, 1)),
+    }
+    ad = struct.pack("<QQQ", 0x1000, 4096, 0)
+    shm = {
+        "ad-unad": chunk(setup()) + chunk(hdr(SHM_AD, 0, 0, 24) + ad, 1) +
+        chunk(hdr(SHM_UNAD, 0, 0, 24) + ad),
+        "ad-devnull": chunk(setup()) + chunk(hdr(SHM_AD, 0, 0, 24) + ad, 2),
+        "ad-without-fd": stream(setup(), hdr(SHM_AD, 0, 0, 24) + ad),
+        "ad-past-file": chunk(setup()) +
+        chunk(hdr(SHM_AD, 0, 0, 24) + struct.pack("<QQQ", 0x1000, 65536, 4096), 1),
+        "messages": stream(setup(), msg(b"ping"), hdr(CREDIT, 1)),
+    }
+    return {"chan": chan, "tcp": tcp, "shm": shm}
+
+
+def main():
+    out = sys.argv[1]
+    for name, files in seeds().items():
+        d = os.path.join(out, name)
+        os.makedirs(d, exist_ok=True)
+        for f, b in files.items():
+            with open(os.path.join(d, f), "wb") as fp:
+                fp.write(b)
+
+
+if __name__ == "__main__":
+    main()
