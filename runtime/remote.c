@@ -7,6 +7,11 @@
  * an ERROR is lost, and the heap's fatal handler is called with a message
  * naming it. Hosts, in turn, drop a CPU server that is silent for
  * timeout_ms, so the pings also keep them alive.
+ *
+ * Seam: tests/fuzz/fuzz_remote.c compiles this file into its harness and
+ * calls on_message() on an rh_remote it builds by hand, with the transport
+ * calls stubbed; on_message must keep depending only on the struct and on
+ * rh_tp_send (for relays).
  */
 #include <poll.h>
 #include <stdio.h>
@@ -751,8 +756,15 @@ int rh_remote_fix_cards(rh_remote *r, size_t host, uint64_t id, const uint32_t *
 		size_t left = room - 8 * (size_t)nc;
 		uint32_t nw = (uint32_t)(n_writes - w < left / 24 ? n_writes - w : left / 24);
 		rh_msg m = {.type = RH_MSG_FIX_CARDS};
-		m.u.fix_cards =
-		        (rh_msg_fix_cards){id, n_moved, nc, nw, moved, cards + c, writes + w};
+		/* cssc.c passes NULL for a list it has none of: no arithmetic
+		 * on it (UBSan, found by fuzz-remote). */
+		m.u.fix_cards = (rh_msg_fix_cards){id,
+		                                   n_moved,
+		                                   nc,
+		                                   nw,
+		                                   moved,
+		                                   cards ? cards + c : NULL,
+		                                   writes ? writes + w : NULL};
 		pthread_mutex_lock(&r->lock);
 		fx->outstanding++;
 		pthread_mutex_unlock(&r->lock);

@@ -151,10 +151,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int sv[2];
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
 		return 0;
-	struct rh_tp_cfg cfg = {.provider = "fuzz",
-	                        .timeout_ms = 1000,
-	                        .max_msg = 4096,
-	                        .msg_credits = 8};
+	struct rh_tp_cfg cfg = {
+	        .provider = "fuzz", .timeout_ms = 1000, .max_msg = 4096, .msg_credits = 8};
 	rh_error err;
 #if defined(WIRE_TCP)
 	uint8_t *range = range_map();

@@ -2,9 +2,12 @@
 """Seeds for fuzz_wire.c (fuzz-chan, fuzz-tcp, fuzz-shm): well-formed peer
 streams in the harness's chunk format (u8 flags, u16 length, bytes; flags
 bit 0 passes a memfd, bit 1 /dev/null) built from the frame layouts in
-transport/chan.h, transport/tcp/tcp.h and transport/shm/shm.c.
+transport/chan.h, transport/tcp/tcp.h and transport/shm/shm.c. Also the
+seeds of fuzz_remote.c: the tracer replies among CORPUS_DIR/proto/ (which
+rh-fuzz-seeds writes from the encoder), each as one record after a state
+byte.
 
-usage: gen_wire_seeds.py CORPUS_DIR   (writes CORPUS_DIR/{chan,tcp,shm}/)
+usage: gen_wire_seeds.py CORPUS_DIR   (writes CORPUS_DIR/{chan,tcp,shm,remote}/)
 """
 import os
 import struct
@@ -82,9 +85,32 @@ def seeds():
     return {"chan": chan, "tcp": tcp, "shm": shm}
 
 
+REPLIES = ["marked", "mark_ack", "full_done", "full_done-empty", "evac_refs", "cards_fixed",
+           "cards_fixed-last", "evacuated", "free_ok", "error", "mark_refs", "pong", "ping"]
+
+
+def record(host, msg):
+    return struct.pack("<BH", host, len(msg)) + msg
+
+
+def remote_seeds(out):
+    msgs = {}
+    for name in REPLIES:
+        with open(os.path.join(out, "proto", name), "rb") as fp:
+            msgs[name] = fp.read()
+    files = {name: b"\x07" + record(0, m) for name, m in msgs.items()}
+    files["evacuation"] = b"\x01" + record(0, msgs["evac_refs"]) + record(0, msgs["evacuated"])
+    files["cards"] = b"\x02" + record(1, msgs["cards_fixed"]) + record(1, msgs["cards_fixed-last"])
+    files["full"] = b"\x04" + record(0, msgs["mark_refs"]) + record(1, msgs["mark_ack"]) + \
+        record(0, msgs["full_done"])
+    return files
+
+
 def main():
     out = sys.argv[1]
-    for name, files in seeds().items():
+    all_seeds = seeds()
+    all_seeds["remote"] = remote_seeds(out)
+    for name, files in all_seeds.items():
         d = os.path.join(out, name)
         os.makedirs(d, exist_ok=True)
         for f, b in files.items():
