@@ -1,3 +1,7 @@
+/* Seam: tests/fuzz/fuzz_server.c compiles this file into its harness and
+ * calls serve() on a server it builds by hand, with the transport and the
+ * collector stubbed; serve() must keep reaching the peer only through
+ * rh_tp_recv/rh_tp_send. */
 #include <ctype.h>
 #include <fcntl.h>
 #include <jansson.h>

@@ -5,9 +5,10 @@ bit 0 passes a memfd, bit 1 /dev/null) built from the frame layouts in
 transport/chan.h, transport/tcp/tcp.h and transport/shm/shm.c. Also the
 seeds of fuzz_remote.c: the tracer replies among CORPUS_DIR/proto/ (which
 rh-fuzz-seeds writes from the encoder), each as one record after a state
-byte.
+byte. And those of fuzz_server.c: CPU-server messages of corpus/proto as
+records, and a type table (corpus/typetab/) cut into TYPES chunks.
 
-usage: gen_wire_seeds.py CORPUS_DIR   (writes CORPUS_DIR/{chan,tcp,shm,remote}/)
+usage: gen_wire_seeds.py CORPUS_DIR   (writes CORPUS_DIR/{chan,tcp,shm,remote,server}/)
 """
 import os
 import struct
@@ -106,10 +107,52 @@ def remote_seeds(out):
     return files
 
 
+def proto_msg(mtype, seq, payload):
+    """wire/proto.h's header: "HR", version 3, type, u32 payload length, u32 seq."""
+    return b"HR" + bytes([3, mtype]) + struct.pack("<II", len(payload), seq) + payload
+
+
+def types_chunk(table, off, n, seq):
+    return proto_msg(2, seq, struct.pack("<III", off, len(table), n) + table[off:off + n])
+
+
+def server_seeds(out):
+    def rec(m):
+        return struct.pack("<H", len(m)) + m
+
+    def read(sub, name):
+        with open(os.path.join(out, sub, name), "rb") as fp:
+            return fp.read()
+
+    p = {n: read("proto", n) for n in ["types", "ping", "bye", "free", "regions", "roots",
+                                         "evacuate", "full-begin", "mark_refs", "fix_cards",
+                                         "hello_ok", "hello"]}
+    table = read("typetab", "all-layouts.json")
+    third = len(table) // 3
+    chunks = [types_chunk(table, 0, third, 1), types_chunk(table, third, third, 2),
+              types_chunk(table, 2 * third, len(table) - 2 * third, 3)]
+    return {
+        "types-ping-bye": b"\x00" + rec(p["types"]) + rec(p["ping"]) + rec(p["bye"]),
+        "types-chunks": b"\x00" + b"".join(rec(c) for c in chunks) + rec(p["bye"]),
+        "types-chunk-out-of-order": b"\x00" + rec(chunks[0]) + rec(chunks[2]),
+        "types-restart": b"\x00" + rec(chunks[0]) + b"".join(rec(c) for c in chunks),
+        "free": b"\x00" + rec(p["free"]) + rec(p["bye"]),
+        # FREE (type 5) of regions 5 and 6, which partition 1 hosts.
+        "free-own": b"\x00" + rec(proto_msg(5, 4, struct.pack("<III", 2, 5, 6))) +
+        rec(p["ping"]) + rec(p["bye"]),
+        "collector": b"\x00" + rec(p["types"]) + b"".join(
+            rec(p[n]) for n in ["regions", "roots", "evacuate", "full-begin", "mark_refs",
+                                "fix_cards"]),
+        "unexpected": b"\x00" + rec(p["hello_ok"]),
+        "own-hello": b"\x01" + rec(p["hello"]) + rec(p["ping"]),
+    }
+
+
 def main():
     out = sys.argv[1]
     all_seeds = seeds()
     all_seeds["remote"] = remote_seeds(out)
+    all_seeds["server"] = server_seeds(out)
     for name, files in all_seeds.items():
         d = os.path.join(out, name)
         os.makedirs(d, exist_ok=True)
