@@ -6,9 +6,10 @@ transport/chan.h, transport/tcp/tcp.h and transport/shm/shm.c. Also the
 seeds of fuzz_remote.c: the tracer replies among CORPUS_DIR/proto/ (which
 rh-fuzz-seeds writes from the encoder), each as one record after a state
 byte. And those of fuzz_server.c: CPU-server messages of corpus/proto as
-records, and a type table (corpus/typetab/) cut into TYPES chunks.
+records, and a type table (corpus/typetab/) cut into TYPES chunks. And
+fuzz_verbs.c's: completions, advertisements and counters as records.
 
-usage: gen_wire_seeds.py CORPUS_DIR   (writes CORPUS_DIR/{chan,tcp,shm,remote,server}/)
+usage: gen_wire_seeds.py CORPUS_DIR   (writes CORPUS_DIR/{chan,tcp,shm,remote,server,verbs}/)
 """
 import os
 import struct
@@ -148,11 +149,35 @@ def server_seeds(out):
     }
 
 
+def verbs_seeds():
+    """fuzz_verbs.c records: u8 op, u8 imm, u16 length, data."""
+    def rec(op, imm, b=b""):
+        return struct.pack("<BBH", op, imm, len(b)) + b
+
+    ad = struct.pack("<QQII", 0x1000, 4096, 7, 0)
+    ctrs = struct.pack("<QQQ", 1, 2, 3)
+    ctrs += struct.pack("<Q", 1 ^ 2 ^ 3 ^ 0x5eed5eed5eed)
+    return {
+        "user-take": rec(0, 1, b"hello") + rec(0x80, 0),
+        "auth-take": rec(0, 2, b"x" * 48) + rec(0x81, 0),
+        "advert-withdraw": rec(0, 3, ad) + rec(0, 4, ad) + rec(0, 4, ad),
+        "advert-short": rec(0, 3, ad[:10]),
+        "unknown-kind": rec(0, 9, b"?"),
+        "no-imm": rec(1, 0, b"?"),
+        "failed": rec(2, 1, b""),
+        "counters": rec(0x40, 0, ctrs) + rec(0x40, 0, ctrs[:8]),
+        "fill-and-drain": b"".join(rec(0, 1, bytes([k]) * 100) for k in range(9)) +
+        b"".join(rec(0x80, 0) for _ in range(9)),
+        "wrong-order": rec(0, 2, b"auth") + rec(0x80, 0),
+    }
+
+
 def main():
     out = sys.argv[1]
     all_seeds = seeds()
     all_seeds["remote"] = remote_seeds(out)
     all_seeds["server"] = server_seeds(out)
+    all_seeds["verbs"] = verbs_seeds()
     for name, files in all_seeds.items():
         d = os.path.join(out, name)
         os.makedirs(d, exist_ok=True)
