@@ -7,6 +7,11 @@
  * an ERROR is lost, and the heap's fatal handler is called with a message
  * naming it. Hosts, in turn, drop a CPU server that is silent for
  * timeout_ms, so the pings also keep them alive.
+ *
+ * Seam: tests/fuzz/fuzz_remote.c compiles this file into its harness and
+ * calls on_message() on an rh_remote it builds by hand, with the transport
+ * calls stubbed; on_message must keep depending only on the struct and on
+ * rh_tp_send (for relays).
  */
 #include <poll.h>
 #include <stdio.h>
@@ -430,6 +435,55 @@ static int hello(rh_remote *r, size_t i, rh_error *err)
 	return RH_OK;
 }
 
+/* Say BYE to the hosts of a failed attempt and close them: each tracer
+ * ends that session, releases it and waits for the next (operations.R1). */
+static void disconnect_all(rh_remote *r, bool *had)
+{
+	for (size_t i = 0; i < r->n_hosts; i++) {
+		had[i] = r->hosts[i].conn != NULL;
+		if (!had[i])
+			continue;
+		rh_msg m = {.type = RH_MSG_BYE};
+		rh_error e;
+		send_to(r, i, &m, &e);
+		rh_tp_close(r->hosts[i].conn);
+		r->hosts[i].conn = NULL;
+	}
+}
+
+/* HELLO every host. A tracer busy with other connections' handshakes
+ * leaves ours unanswered (RH_ETIMEDOUT); the whole attempt is then
+ * repeated while the open timeout lasts (operations.R2), so that no tracer
+ * is left holding a session nobody serves. A tracer we had a session with
+ * in the last attempt may still be releasing it and answer busy: that is
+ * retried too, a busy answer from any other is final. */
+static int connect_all(rh_remote *r, rh_error *err)
+{
+	uint64_t t = (uint64_t)r->cfg->timeout_ms * 1000000ull;
+	uint64_t deadline = rh_now_ns() + RH_REMOTE_OPEN_TIMEOUTS * t;
+	bool *had = calloc(r->n_hosts, sizeof *had);
+	if (!had)
+		return rh_err_set(err, RH_ENOMEM, "control path: out of memory");
+	int rc = RH_OK;
+	for (unsigned attempt = 1;; attempt++) {
+		size_t i = 0;
+		for (rc = RH_OK; rc == RH_OK && i < r->n_hosts; i++)
+			rc = hello(r, i, err);
+		if (rc == RH_OK)
+			break;
+		bool again = rc == RH_ETIMEDOUT || (rc == RH_EBUSY && had[i - 1]);
+		disconnect_all(r, had);
+		if (!again || rh_now_ns() >= deadline)
+			break;
+		rh_log(RH_LOG_INFO, "remote", "open: attempt %u failed (%s); trying again", attempt,
+		       err->msg);
+		if (rc == RH_EBUSY)
+			usleep(20000);
+	}
+	free(had);
+	return rc;
+}
+
 int rh_remote_open(const rh_config *cfg, void (*fatal)(void *, const rh_error *), void *data,
                    rh_remote **out, rh_error *err)
 {
@@ -459,8 +513,8 @@ int rh_remote_open(const rh_config *cfg, void (*fatal)(void *, const rh_error *)
 	                         r->evac && r->fix
 	                 ? RH_OK
 	                 : rh_err_set(err, RH_ENOMEM, "control path: out of memory");
-	for (size_t i = 0; rc == RH_OK && i < r->n_hosts; i++)
-		rc = hello(r, i, err);
+	if (rc == RH_OK)
+		rc = connect_all(r, err);
 	if (rc == RH_OK) {
 		if (pthread_create(&r->monitor, NULL, monitor_main, r) != 0)
 			rc = rh_err_set(err, RH_EIO, "control path: cannot start the monitor");
@@ -718,8 +772,15 @@ int rh_remote_fix_cards(rh_remote *r, size_t host, uint64_t id, const uint32_t *
 		size_t left = room - 8 * (size_t)nc;
 		uint32_t nw = (uint32_t)(n_writes - w < left / 24 ? n_writes - w : left / 24);
 		rh_msg m = {.type = RH_MSG_FIX_CARDS};
-		m.u.fix_cards =
-		        (rh_msg_fix_cards){id, n_moved, nc, nw, moved, cards + c, writes + w};
+		/* cssc.c passes NULL for a list it has none of: no arithmetic
+		 * on it (UBSan, found by fuzz-remote). */
+		m.u.fix_cards = (rh_msg_fix_cards){id,
+		                                   n_moved,
+		                                   nc,
+		                                   nw,
+		                                   moved,
+		                                   cards ? cards + c : NULL,
+		                                   writes ? writes + w : NULL};
 		pthread_mutex_lock(&r->lock);
 		fx->outstanding++;
 		pthread_mutex_unlock(&r->lock);

@@ -270,6 +270,34 @@ static inline int cluster_read_port(cluster *c, int i)
 	return p ? atoi(p + 7) : -1;
 }
 
+/* Whether tracer i's status file says it waits for a CPU server holding no
+ * partition memory: after a session, that it released everything and
+ * listens again (docs/operations.md, operations.R1). */
+static inline int cluster_waiting_empty(const cluster *c, int i)
+{
+	char path[400], buf[2048];
+	snprintf(path, sizeof path, "%s/status-%d", c->dir, i);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return 0;
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	return strstr(buf, "\"state\":\"waiting\"") && strstr(buf, "\"regions_hosted\":0,") &&
+	       (strstr(buf, "\"bytes_held\":0,") || strstr(buf, "\"bytes_held\":0}"));
+}
+
+/* Wait up to limit_ms for cluster_waiting_empty; 1 if it came. */
+static inline int cluster_wait_released(const cluster *c, int i, int limit_ms)
+{
+	for (int t = 0; t < limit_ms / 10; t++) {
+		if (cluster_waiting_empty(c, i))
+			return 1;
+		usleep(10000);
+	}
+	return cluster_waiting_empty(c, i);
+}
+
 /* In the child: become tracer i. Does not return. */
 static inline void cluster_exec_tracer(const cluster *c, int i, const char *tracerd,
                                        const cluster_tracers *t)

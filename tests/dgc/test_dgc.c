@@ -1101,16 +1101,14 @@ static void test_kill(cluster *c, int cssc)
 	else
 		printf("# the VM ended in %.2f s\n", dt);
 
-	/* The other tracer lost its CPU server: it must not hang either. */
-	int st;
-	pid_t w = 0;
+	/* The other tracer lost its CPU server: it must not hang either, but
+	 * release the session and wait for the next (operations.R1). */
 	t0 = dgc_now_s();
-	while (dgc_now_s() - t0 < 5 && (w = waitpid(c->pid[1], &st, WNOHANG)) == 0)
-		usleep(10000);
-	CHECK(w == c->pid[1], "the surviving tracer exited after its CPU server ended (%.2f s)",
+	int released = cluster_wait_released(c, 1, 5000);
+	CHECK(released && waitpid(c->pid[1], NULL, WNOHANG) == 0,
+	      "the surviving tracer released its partition after its CPU server ended and "
+	      "waits again (%.2f s)",
 	      dgc_now_s() - t0);
-	if (w == c->pid[1])
-		c->pid[1] = 0;
 }
 
 /* ------------------------------------------------------------------ pins */

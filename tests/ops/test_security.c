@@ -178,13 +178,8 @@ static void test_outside(void)
 	                      sizeof log),
 	      "and logged: %s", log);
 	rh_tp_close(k.conn);
-	int st;
-	pid_t w = 0;
-	for (int t = 0; t < 100 && (w = waitpid(c.pid[0], &st, WNOHANG)) == 0; t++)
-		usleep(30000);
-	CHECK(w == c.pid[0], "the tracer released its partition and exited");
-	if (w == c.pid[0])
-		c.pid[0] = 0;
+	CHECK(cluster_wait_released(&c, 0, 3000) && waitpid(c.pid[0], NULL, WNOHANG) == 0,
+	      "the tracer released its partition and waits for the next CPU server");
 	cluster_stop(&c);
 }
 
