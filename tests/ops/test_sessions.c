@@ -223,6 +223,5 @@ int main(int argc, char **argv)
 	test_sessions();
 	if (!strcmp(provider, "tcp"))
 		test_silent();
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed != 0;
+	return check_done();
 }
