@@ -99,9 +99,10 @@ int rh_tp_wait(rh_tp_conn *c, uint64_t wr_id, int timeout_ms, rh_error *err);
 int rh_tp_send(rh_tp_conn *c, const void *buf, size_t len, int timeout_ms, rh_error *err);
 int rh_tp_recv(rh_tp_conn *c, void *buf, size_t cap, size_t *len, int timeout_ms, rh_error *err);
 
-/* A file descriptor that becomes readable when a message or completion may
- * be ready (for poll loops); -1 if the provider has none. tcp/shm: an
- * eventfd; read 8 bytes from it to reset it. */
+/* A file descriptor that becomes readable when a message may be ready or
+ * the connection failed (for poll loops); -1 if the provider has none.
+ * Completions need not make it readable: wait for them with rh_tp_wait or
+ * rh_tp_poll. tcp/shm: an eventfd; read 8 bytes from it to reset it. */
 int rh_tp_fd(rh_tp_conn *c);
 
 #endif

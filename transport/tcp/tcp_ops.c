@@ -195,7 +195,9 @@ static int on_resp(struct tcp_conn *t, const struct rh_chan_hdr *h, rh_error *er
 	 * sees this request. */
 	rh_cq_push(&t->cq, p->wr_id, rc == RH_OK ? (int)h->arg : rc);
 	free(p);
-	rh_chan_notify(&t->ch);
+	/* No rh_chan_notify: rh_tp_fd is for messages (docs/transport.md).
+	 * The runtime's monitor polls it, and a write per completion woke
+	 * that thread once per remote read, i.e. per fault. */
 	return rc;
 }
 
