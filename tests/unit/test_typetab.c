@@ -194,8 +194,10 @@ static void test_rejections(void)
 		rh_type_id id = rh_typetab_add(&t, &bad[i].d, &err);
 		CHECK(id == 0, "case %zu accepted", i);
 		CHECK(err.code == RH_EINVAL, "case %zu code %d", i, err.code);
-		CHECK(check_contains(err.msg, bad[i].want), "case %zu: got \"%s\", want \"%s\"", i,
-		      err.msg, bad[i].want);
+		/* (The ternary: gcc -O3 cannot see that every case names a text.) */
+		const char *want = bad[i].want ? bad[i].want : "";
+		CHECK(check_contains(err.msg, want), "case %zu: got \"%s\", want \"%s\"", i,
+		      err.msg, want);
 		CHECK(t.n == 2);
 	}
 	CHECK(rh_typetab_add(&t, NULL, &err) == 0 && err.code == RH_EINVAL);
