@@ -18,6 +18,28 @@ static inline double ops_now(void)
 	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
+/* Whether a heap just opened works: 64 arrays of 1 MiB allocated through
+ * it and a full collection. */
+static inline int ops_heap_works(rh_heap *h)
+{
+	rh_error err;
+	rh_type_desc d = {
+	        .name = "bytes", .layout = RH_LAYOUT_BYTE_ARRAY, .size = 16, .elem_size = 1};
+	rh_type_id t = rh_type_register(h, &d, &err);
+	rh_mutator *m = rh_mutator_attach(h, &err);
+	if (!t || !m)
+		return 0;
+	void *slot = NULL;
+	rh_frame f;
+	rh_push_frame(m, &f, &slot, 1);
+	for (int i = 0; i < 64; i++)
+		slot = rh_alloc_array(m, t, 1 << 20);
+	int ok = slot && rh_collect(m, 1) == RH_OK;
+	rh_pop_frame(m, &f);
+	rh_mutator_detach(m);
+	return ok;
+}
+
 /* Every line of a tracer log is one event: "rheap[PID] LEVEL component: ...". */
 static inline int ops_log_well_formed(const char *log, char *bad, size_t cap)
 {

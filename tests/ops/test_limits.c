@@ -228,22 +228,8 @@ static void flood(int idle, int max_hs)
 	 * at all; with more, by the handshake deadlines ahead of it. */
 	double bound = idle < max_hs ? 0.9 : 1.0 * ((idle + max_hs - 1) / max_hs) + 2.0;
 	CHECK(dt < bound, "%d idle: it got in within %.1f s (%.2f s)", idle, bound, dt);
-	if (h) {
-		rh_type_desc d = {.name = "bytes",
-		                  .layout = RH_LAYOUT_BYTE_ARRAY,
-		                  .size = 16,
-		                  .elem_size = 1};
-		rh_type_id t = rh_type_register(h, &d, &err);
-		rh_mutator *m = rh_mutator_attach(h, &err);
-		void *slot = NULL;
-		rh_frame f;
-		rh_push_frame(m, &f, &slot, 1);
-		for (int i = 0; i < 64; i++)
-			slot = rh_alloc_array(m, t, 1 << 20);
-		CHECK(slot && rh_collect(m, 1) == RH_OK, "%d idle: and the heap works", idle);
-		rh_pop_frame(m, &f);
-		rh_mutator_detach(m);
-	}
+	if (h)
+		CHECK(ops_heap_works(h), "%d idle: and the heap works", idle);
 	double first;
 	double limit = 1.0 * ((idle + max_hs - 1) / max_hs) + 4.0;
 	int closed = wait_closed(fds, idle, t_open, limit, &first);

@@ -185,20 +185,7 @@ static void test_silent(void)
 	CHECK(dt > 0.9 && dt < bound, "after its first attempt timed out, within %.1f s (%.2f s)",
 	      bound, dt);
 	if (h) {
-		rh_type_desc d = {.name = "bytes",
-		                  .layout = RH_LAYOUT_BYTE_ARRAY,
-		                  .size = 16,
-		                  .elem_size = 1};
-		rh_type_id t = rh_type_register(h, &d, &err);
-		rh_mutator *m = rh_mutator_attach(h, &err);
-		void *slot = NULL;
-		rh_frame f;
-		rh_push_frame(m, &f, &slot, 1);
-		for (int i = 0; i < 64; i++)
-			slot = rh_alloc_array(m, t, 1 << 20);
-		CHECK(slot && rh_collect(m, 1) == RH_OK, "and the heap works");
-		rh_pop_frame(m, &f);
-		rh_mutator_detach(m);
+		CHECK(ops_heap_works(h), "and the heap works");
 		rh_heap_close(h);
 	}
 	for (int i = 0; i < 16; i++)
