@@ -95,9 +95,9 @@ static void unbump(rh_heap *h, uintptr_t to, size_t bytes)
 static int64_t take_dest(rh_gcw *w, rh_region_kind kind)
 {
 	if (!par(w))
-		return rh_region_take_dest(w->h, kind);
+		return rh_region_take(w->h, kind);
 	pthread_mutex_lock(&w->h->alloc_lock);
-	int64_t i = rh_region_take_dest(w->h, kind);
+	int64_t i = rh_region_take(w->h, kind);
 	pthread_mutex_unlock(&w->h->alloc_lock);
 	return i;
 }

@@ -210,13 +210,11 @@ static inline bool rh_is_ref(const rh_heap *h, uintptr_t v)
 {
 	return (v & 7) == 0 && v - h->base < h->size;
 }
-/* Take a free region for a copy destination (alloc_lock held, or the world
- * stopped); -1 if none. Not zeroed: it is never read past its top. */
-int64_t rh_region_take_dest(rh_heap *h, rh_region_kind kind);
-/* An eden region for allocation, not zeroed: [start, dirty_end) may hold
- * old bytes, and each chunk carved from it is zeroed by its allocating
- * thread, outside alloc_lock (alloc.P1). */
-int64_t rh_region_take_eden(rh_heap *h);
+/* Take a free region, a warm one first (alloc_lock held, or the world
+ * stopped); -1 if none. Not zeroed: [start, dirty_end) may hold old bytes.
+ * A copy destination is never read past its top; eden zeroes each chunk
+ * it carves, outside alloc_lock (alloc.P1). */
+int64_t rh_region_take(rh_heap *h, rh_region_kind kind);
 /* A free region among [lo, lo + n) that is not warm, for a tracer's
  * evacuation (alloc_lock held); -1 if none. */
 int64_t rh_region_take_in(rh_heap *h, uint32_t lo, uint32_t n, rh_region_kind kind);

@@ -72,25 +72,21 @@ static int64_t take(rh_heap *h, rh_region_kind kind, bool warm_first);
  * are mapped already. A disaggregated heap's pages are the pager's
  * (userfaultfd): never populated here. Older kernels refuse the advice;
  * the pages then fault in as before. */
-static void populate(const rh_heap *h, rh_region *r, size_t bytes)
+static void populate(const rh_heap *h, rh_region *r)
 {
-	if (h->swap || r->mapped || r->dirty_end >= r->start + bytes)
+	uintptr_t end = r->start + h->region_size;
+	if (h->swap || r->mapped || r->dirty_end >= end)
 		return;
 	/* Asking again for pages already there walks them all: a warm
 	 * region is taken many times between two drops. */
 	uintptr_t from = r->dirty_end & ~(uintptr_t)4095;
-	if (madvise((void *)from, r->start + bytes - from, MADV_POPULATE_WRITE) == 0)
-		r->mapped = bytes == h->region_size;
+	if (madvise((void *)from, end - from, MADV_POPULATE_WRITE) == 0)
+		r->mapped = 1;
 }
 
-int64_t rh_region_take_dest(rh_heap *h, rh_region_kind kind)
+int64_t rh_region_take(rh_heap *h, rh_region_kind kind)
 {
 	return take(h, kind, true);
-}
-
-int64_t rh_region_take_eden(rh_heap *h)
-{
-	return take(h, RH_REGION_EDEN, true);
 }
 
 /* The free list's top region, or a warm one first if warm_first. */
@@ -118,7 +114,7 @@ static int64_t take(rh_heap *h, rh_region_kind kind, bool warm_first)
 		h->n_warm--;
 	}
 	r->dropping = 0; /* region.P1: its bytes stay, below dirty_end */
-	populate(h, r, h->region_size);
+	populate(h, r);
 	r->top = r->old_top = r->start;
 	r->live_bytes = 0;
 	r->live_known = 0;
@@ -169,7 +165,7 @@ int64_t rh_region_take_span(rh_heap *h, uint32_t n)
 			rh_region *r = &h->regions[j];
 			make_zero(h, r);
 			r->dropping = 0; /* region.P1 */
-			populate(h, r, h->region_size);
+			populate(h, r);
 			r->top = r->old_top = r->start;
 			r->live_bytes = 0;
 			r->live_known = 0;
