@@ -78,26 +78,5 @@ int rh_object_valid(const rh_type_table *tt, const void *obj, size_t max_bytes)
 void rh_object_slots_in(const rh_type_table *tt, uintptr_t obj, uintptr_t lo, uintptr_t hi,
                         rh_slot_fn fn, void *ctx)
 {
-	const rh_type_info *ti = rh_type_get(tt, rh_hdr_type(rh_hdr((void *)obj)));
-	if (!ti || rh_hdr_type(rh_hdr((void *)obj)) == RH_FILLER_TYPE)
-		return;
-	for (uint32_t i = 0; i < ti->n_ptrs; i++) {
-		uintptr_t a = obj + ti->ptr_offsets[i];
-		if (a >= lo && a < hi)
-			fn(ctx, (void **)a);
-	}
-	if (!ti->elem_size || !ti->n_elem_ptrs)
-		return;
-	uint64_t len = ((uint64_t *)obj)[1];
-	uintptr_t e0 = obj + ti->size;
-	uint64_t first = lo > e0 ? (lo - e0) / ti->elem_size : 0;
-	uint64_t last = hi > e0 ? (hi - e0 + ti->elem_size - 1) / ti->elem_size : 0;
-	if (last > len)
-		last = len;
-	for (uint64_t e = first; e < last; e++)
-		for (uint32_t k = 0; k < ti->n_elem_ptrs; k++) {
-			uintptr_t a = e0 + e * ti->elem_size + ti->elem_ptr_offsets[k];
-			if (a >= lo && a < hi)
-				fn(ctx, (void **)a);
-		}
+	rh_object_slots_in_inline(tt, obj, lo, hi, fn, ctx);
 }

@@ -105,6 +105,36 @@ static inline int rh_object_slots_inline(const rh_type_table *tt, void *obj, rh_
 	return 0;
 }
 
+/* rh_object_slots_in, inline, for the card scan of a pause (the same
+ * reason as above). */
+static inline void rh_object_slots_in_inline(const rh_type_table *tt, uintptr_t obj, uintptr_t lo,
+                                             uintptr_t hi, rh_slot_fn fn, void *ctx)
+{
+	uint32_t t = rh_hdr_type(rh_hdr((void *)obj));
+	if (t >= tt->n || t == RH_FILLER_TYPE)
+		return;
+	const rh_type_info *ti = &tt->types[t];
+	for (uint32_t i = 0; i < ti->n_ptrs; i++) {
+		uintptr_t a = obj + ti->ptr_offsets[i];
+		if (a >= lo && a < hi)
+			fn(ctx, (void **)a);
+	}
+	if (!ti->elem_size || !ti->n_elem_ptrs)
+		return;
+	uint64_t len = ((uint64_t *)obj)[1];
+	uintptr_t e0 = obj + ti->size;
+	uint64_t first = lo > e0 ? (lo - e0) / ti->elem_size : 0;
+	uint64_t last = hi > e0 ? (hi - e0 + ti->elem_size - 1) / ti->elem_size : 0;
+	if (last > len)
+		last = len;
+	for (uint64_t e = first; e < last; e++)
+		for (uint32_t k = 0; k < ti->n_elem_ptrs; k++) {
+			uintptr_t a = e0 + e * ti->elem_size + ti->elem_ptr_offsets[k];
+			if (a >= lo && a < hi)
+				fn(ctx, (void **)a);
+		}
+}
+
 /* Does the header make sense (known type, size consistent with layout)? */
 int rh_object_valid(const rh_type_table *tt, const void *obj, size_t max_bytes);
 

@@ -45,6 +45,7 @@ typedef struct rh_region {
 	uint8_t live_known;   /* live_bytes is from a marking, not an estimate */
 	uint8_t warm;         /* FREE but still mapped: [start, dirty_end) may be non-zero */
 	uint8_t dropping;     /* FREE, its pages returned at the end of the pause (region.P1) */
+	uint8_t mapped;       /* every page populated since last dropped (local heap, region.P2) */
 	uintptr_t dirty_end;  /* bytes at or past it are zero */
 	uint32_t tail_fill;   /* OLD: bytes of the filler that closes it, if known */
 	rh_remset remset;

@@ -131,7 +131,7 @@ static void mark_region(rh_dgc *d, mctx *w, uint32_t l)
 	treg *t = &d->r[l];
 	rh_region_meta *m = &d->meta[l];
 	uint64_t t0 = rh_now_ns();
-	/* An eviction batch is writing the region: come back later (MSCT 1). */
+	/* An eviction batch is writing the region: come back later (swap.T1). */
 	if (__atomic_load_n(&m->tag, __ATOMIC_ACQUIRE) & RH_TAG_DIRTY) {
 		t->busy = 1;
 		return;
@@ -140,6 +140,7 @@ static void mark_region(rh_dgc *d, mctx *w, uint32_t l)
 	rh_dgc_reset_region(d, l);
 	memset(w->live_tmp, 0, d->part.n_regions * sizeof *w->live_tmp);
 	w->cur_remark = false;
+	/* tracer.T3: this marker sets mark bits inside region l only. */
 	setup_marker(d, w, l);
 	for (size_t i = 0; i < t->n_roots; i++)
 		rh_marker_root(&w->mk, w->cur_start + (uintptr_t)t->roots[i] * 8);
@@ -150,6 +151,7 @@ static void mark_region(rh_dgc *d, mctx *w, uint32_t l)
 			return;
 		}
 	}
+	/* msct.M1: marked, or logged after h0, or deferred. */
 	t->h0 = h0;
 	t->n_order = w->mk.n_order;
 	t->order = malloc((t->n_order ? t->n_order : 1) * sizeof *t->order);
@@ -360,6 +362,7 @@ static int remark(rh_dgc *d, uint32_t l, bool no_remark, uint64_t *pages_rescann
 	mk->n_order = kept;
 	if (!no_remark && was_marked) {
 		uint64_t head = __atomic_load_n(&d->meta[l].log_head, __ATOMIC_ACQUIRE);
+		/* msct.M2, swap.T2: what was written back since h0 is rescanned. */
 		bool all = head - t->h0 > RH_LOG_ENTRIES;
 		memset(d->logged, 0, d->pages);
 		for (uint64_t i = t->h0; !all && i < head; i++) {
@@ -385,7 +388,7 @@ static int remark(rh_dgc *d, uint32_t l, bool no_remark, uint64_t *pages_rescann
 				rh_marker_rescan(mk, o);
 		}
 	}
-	/* Target-queue bits may be stale (docs/runtime.md, R1): one that is no
+	/* Target-queue bits may be stale (docs/runtime.md, rset.R1): one that is no
 	 * longer an object start is dropped. */
 	for (size_t i = 0; i < t->n_rroots; i++) {
 		uintptr_t o = d->mx.cur_start + (uintptr_t)t->rroots[i] * 8;
@@ -718,6 +721,7 @@ static void *helper_main(void *arg)
 		pthread_mutex_unlock(&d->lock);
 		mark_region(d, w, l);
 		pthread_mutex_lock(&d->lock);
+		/* tracer.T1: the flag is cleared under the lock it was set under. */
 		d->r[l].marking = 0;
 		w->region = -1;
 		pthread_cond_broadcast(&d->cond);
@@ -741,7 +745,7 @@ static void *dgc_main(void *arg)
 	while (!d->stop && !d->failed) {
 		if (d->in_head) {
 			/* Messages change region state: helpers give their regions
-			 * back first (they stop at their next look at the inbox). */
+			 * back first (they stop at their next look at the inbox; tracer.T2). */
 			if (!helpers_idle(d)) {
 				rh_cond_wait_ms(&d->cond, &d->lock, 10);
 				continue;
@@ -763,6 +767,7 @@ static void *dgc_main(void *arg)
 			int64_t hl = pick(d);
 			if (hl < 0)
 				break;
+			/* tracer.T1: flagged under the lock; pick() skips it until cleared. */
 			d->r[hl].marking = 1;
 			d->hx[i].region = hl;
 			pthread_cond_broadcast(&d->cond);

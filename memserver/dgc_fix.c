@@ -11,7 +11,7 @@
  * start still finds the objects that overlap the card; anything that does
  * not parse goes back as FAILED and the CPU server does it instead. Only
  * fields in the card are written, and only with a forwarding address read
- * from this tracer's own image of a region it evacuated itself.
+ * from this tracer's own image of a region it evacuated itself (cssc.F2).
  */
 #include <string.h>
 
@@ -178,6 +178,7 @@ int rh_dgc_fix_cards(rh_dgc *d, const rh_msg_fix_cards *m, uint32_t seq)
 		}
 		uint32_t l = (uint32_t)((w.slot - d->part.base) >> d->region_shift);
 		uint64_t *slot = (uint64_t *)(uintptr_t)w.slot;
+		/* cssc.F2: a conditional write, only if the slot is unchanged. */
 		if (d->r[l].kind != RH_REGION_FREE && *slot == w.old)
 			*slot = w.value;
 		else

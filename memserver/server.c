@@ -1,3 +1,7 @@
+/* Seam: tests/fuzz/fuzz_server.c compiles this file into its harness and
+ * calls serve() on a server it builds by hand, with the transport and the
+ * collector stubbed; serve() must keep reaching the peer only through
+ * rh_tp_recv/rh_tp_send. */
 #include <ctype.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -46,6 +50,10 @@ typedef struct server {
 	pthread_mutex_t conn_lock;
 	pthread_cond_t conn_cond;
 	bool claimed; /* a CPU server was accepted: later ones are refused as busy */
+	/* Its session is over and being released: a CPU server that
+	 * authenticates now waits for the release (its own retry, say)
+	 * instead of being refused as busy. */
+	bool ending;
 	atomic_uint_fast64_t refused;
 	/* Refusal logging is rate-limited: a flood must not flood the log. */
 	uint64_t log_window_ns;
@@ -277,6 +285,8 @@ static void *handshaker_main(void *arg)
 			continue;
 		}
 		pthread_mutex_lock(&s->conn_lock);
+		while (s->ending && !atomic_load(&s->hs_stop) && !atomic_load(&stop_requested))
+			rh_cond_wait_ms(&s->conn_cond, &s->conn_lock, 50);
 		bool mine = !s->claimed;
 		if (mine) {
 			s->claimed = true;
@@ -528,6 +538,131 @@ static int serve(server *s, rh_error *err)
 	}
 }
 
+/* Wait for a handshake thread to hand over an authenticated CPU server, up
+ * to deadline or a stop; serves the status file and the refusal log
+ * meanwhile. Returns with s->conn set, or NULL. */
+static void wait_for_cpu(server *s, uint64_t deadline)
+{
+	pthread_mutex_lock(&s->conn_lock);
+	while (!s->conn) {
+		if (atomic_load(&stop_requested) || rh_now_ns() > deadline)
+			break;
+		rh_cond_wait_ms(&s->conn_cond, &s->conn_lock, 200);
+		pthread_mutex_unlock(&s->conn_lock);
+		uint64_t now = rh_now_ns();
+		if (now >= s->next_status_ns) {
+			write_status(s);
+			s->next_status_ns = now + 1000000000ull;
+		}
+		flush_refusals(s);
+		pthread_mutex_lock(&s->conn_lock);
+	}
+	/* From here on a newly authenticated connection is refused as busy
+	 * (or, once the session is over, waits for the next one). */
+	s->claimed = true;
+	pthread_mutex_unlock(&s->conn_lock);
+}
+
+/* Serve the connection a handshake thread claimed, then stop the marking
+ * thread. The session's result, logged. */
+static int run_session(server *s, rh_error *err)
+{
+	set_state(s, "serving", "cpu-server");
+	int rc = serve(s, err);
+	pthread_mutex_lock(&s->conn_lock);
+	s->ending = true;
+	pthread_mutex_unlock(&s->conn_lock);
+	/* The marking thread may be blocked sending to a CPU server that is
+	 * gone; it would hold up the release (and the memory) for a whole
+	 * timeout. Shutting the socket down makes that send fail now. */
+	if (rc != RH_OK && rh_tp_fd(s->conn) >= 0)
+		shutdown(rh_tp_fd(s->conn), SHUT_RDWR);
+	rh_dgc_close(s->dgc);
+	s->dgc = NULL;
+	if (rc == RH_OK)
+		rh_log(RH_LOG_INFO, "tracerd", "CPU server left; releasing the partition");
+	else {
+		sanitize(err->msg);
+		rh_log(RH_LOG_ERROR, "tracerd", "CPU server lost: %s; releasing the partition",
+		       err->msg);
+	}
+	return rc;
+}
+
+/* Everything one session held goes (operations.R1): the connection, the
+ * partition's mapping and memfds with every page written, the type table,
+ * the session's counters. The marking thread is gone already. */
+static void release_session(server *s)
+{
+	if (s->conn)
+		rh_tp_close(s->conn);
+	s->conn = NULL;
+	rh_host_close(&s->host);
+	rh_typetab_free(&s->types);
+	rh_typetab_init(&s->types);
+	free(s->types_buf);
+	s->types_buf = NULL;
+	s->types_total = s->types_have = 0;
+	s->next_limit_ns = 0;
+	pthread_mutex_lock(&s->st_lock);
+	s->st = (rh_server_status){0};
+	pthread_mutex_unlock(&s->st_lock);
+}
+
+/* A fresh, empty partition for the next CPU server, then the handshake
+ * threads may hand one over again. */
+static int next_session(server *s, rh_error *err)
+{
+	release_session(s);
+	int rc = rh_host_open(&s->host, s->o->cfg, s->o->index, err);
+	pthread_mutex_lock(&s->conn_lock);
+	s->claimed = rc != RH_OK;
+	s->ending = false;
+	pthread_cond_broadcast(&s->conn_cond);
+	pthread_mutex_unlock(&s->conn_lock);
+	if (rc == RH_OK)
+		rh_log(RH_LOG_INFO, "tracerd", "partition %u released; waiting for a CPU server",
+		       s->o->index);
+	return rc;
+}
+
+static int start_listening(server *s, rh_error *err)
+{
+	const rh_server_opts *o = s->o;
+	const rh_config *cfg = o->cfg;
+	s->topts = (rh_tp_opts){.provider = cfg->provider,
+	                        .secret = cfg->secret,
+	                        .secret_len = cfg->secret_len,
+	                        .timeout_ms = cfg->timeout_ms};
+	const char *host = o->listen_host ? o->listen_host : cfg->servers[o->index].host;
+	uint16_t port = o->listen_host ? o->listen_port : cfg->servers[o->index].port;
+	int rc = rh_tp_listen(&s->topts, host, port, &s->listener, err);
+	if (rc != RH_OK)
+		return rc;
+	s->port = rh_tp_listener_port(s->listener);
+	/* rdma_cm delivers connection requests on one event channel, which
+	 * one thread at a time may read. */
+	int n = o->max_handshakes > 0 ? o->max_handshakes : RH_SERVER_DEFAULT_HANDSHAKES;
+	if (n > RH_SERVER_MAX_HANDSHAKES)
+		n = RH_SERVER_MAX_HANDSHAKES;
+	if (!strcmp(cfg->provider, "verbs"))
+		n = 1;
+	rh_log(RH_LOG_INFO, "tracerd",
+	       "partition %u listening on %s:%u (%s, at most %d handshakes at once)", o->index,
+	       host, s->port, cfg->provider, n);
+	for (s->n_hs = 0; s->n_hs < n; s->n_hs++)
+		if (pthread_create(&s->hs[s->n_hs], NULL, handshaker_main, s) != 0)
+			return rh_err_set(err, RH_ENOMEM, "tracer: cannot start handshake threads");
+	/* The status file appears once the tracer is ready, threads and all. */
+	set_state(s, "waiting", "");
+	return RH_OK;
+}
+
+static uint64_t deadline_of(int wait_ms)
+{
+	return wait_ms < 0 ? UINT64_MAX : rh_now_ns() + (uint64_t)wait_ms * 1000000ull;
+}
+
 int rh_server_run(const rh_server_opts *o, rh_error *err)
 {
 	server *s = calloc(1, sizeof *s);
@@ -553,97 +688,34 @@ int rh_server_run(const rh_server_opts *o, rh_error *err)
 		        (unsigned long long)(s->host.part.size >> 20));
 		goto out;
 	}
-	s->topts = (rh_tp_opts){.provider = cfg->provider,
-	                        .secret = cfg->secret,
-	                        .secret_len = cfg->secret_len,
-	                        .timeout_ms = cfg->timeout_ms};
-	const char *host = o->listen_host ? o->listen_host : cfg->servers[o->index].host;
-	uint16_t port = o->listen_host ? o->listen_port : cfg->servers[o->index].port;
-	if ((rc = rh_tp_listen(&s->topts, host, port, &s->listener, err)) != RH_OK)
+	if ((rc = start_listening(s, err)) != RH_OK)
 		goto out;
-	s->port = rh_tp_listener_port(s->listener);
-	/* rdma_cm delivers connection requests on one event channel, which
-	 * one thread at a time may read. */
-	s->n_hs = o->max_handshakes > 0 ? o->max_handshakes : RH_SERVER_DEFAULT_HANDSHAKES;
-	if (s->n_hs > RH_SERVER_MAX_HANDSHAKES)
-		s->n_hs = RH_SERVER_MAX_HANDSHAKES;
-	if (!strcmp(cfg->provider, "verbs"))
-		s->n_hs = 1;
-	rh_log(RH_LOG_INFO, "tracerd",
-	       "partition %u listening on %s:%u (%s, at most %d handshakes at once)", o->index,
-	       host, s->port, cfg->provider, s->n_hs);
-	set_state(s, "waiting", "");
-	for (int i = 0; i < s->n_hs; i++)
-		if (pthread_create(&s->hs[i], NULL, handshaker_main, s) != 0) {
-			int n = i;
-			s->n_hs = n;
-			handshakers_stop(s);
-			rc = rh_err_set(err, RH_ENOMEM, "tracer: cannot start handshake threads");
-			goto out;
-		}
-	uint64_t deadline = o->accept_timeout_ms < 0
-	                            ? UINT64_MAX
-	                            : rh_now_ns() + (uint64_t)o->accept_timeout_ms * 1000000ull;
-	pthread_mutex_lock(&s->conn_lock);
-	while (!s->conn) {
-		if (atomic_load(&stop_requested) || rh_now_ns() > deadline)
+	/* One session after another (operations.R1); --wait-ms bounds each wait
+	 * for the next CPU server. */
+	for (;;) {
+		wait_for_cpu(s, deadline_of(o->accept_timeout_ms));
+		if (!s->conn) {
+			rc = atomic_load(&stop_requested)
+			             ? RH_OK
+			             : rh_err_set(err, RH_ETIMEDOUT,
+			                          "tracer: no CPU server connected in %d ms",
+			                          o->accept_timeout_ms);
 			break;
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 200000000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
 		}
-		pthread_cond_timedwait(&s->conn_cond, &s->conn_lock, &ts);
-		pthread_mutex_unlock(&s->conn_lock);
-		uint64_t now = rh_now_ns();
-		if (now >= s->next_status_ns) {
-			write_status(s);
-			s->next_status_ns = now + 1000000000ull;
-		}
-		flush_refusals(s);
-		pthread_mutex_lock(&s->conn_lock);
-	}
-	/* From here on a newly authenticated connection is refused as busy,
-	 * even when this one is not served after all. */
-	s->claimed = true;
-	pthread_mutex_unlock(&s->conn_lock);
-	if (!s->conn) {
-		handshakers_stop(s);
-		rc = atomic_load(&stop_requested)
-		             ? RH_OK
-		             : rh_err_set(err, RH_ETIMEDOUT,
-		                          "tracer: no CPU server connected in %d ms",
-		                          o->accept_timeout_ms);
-		goto out;
-	}
-	set_state(s, "serving", "cpu-server");
-	rc = serve(s, err);
-	/* The marking thread may be blocked sending to a CPU server that is
-	 * gone; it would hold up the exit (and the memory) for a whole timeout.
-	 * Shutting the socket down makes that send fail now. */
-	if (rc != RH_OK && s->conn && rh_tp_fd(s->conn) >= 0)
-		shutdown(rh_tp_fd(s->conn), SHUT_RDWR);
-	rh_dgc_close(s->dgc);
-	s->dgc = NULL;
-	handshakers_stop(s);
-	if (rc == RH_OK)
-		rh_log(RH_LOG_INFO, "tracerd", "CPU server left; releasing the partition");
-	else {
-		sanitize(err->msg);
-		rh_log(RH_LOG_ERROR, "tracerd", "CPU server lost: %s; releasing the partition",
-		       err->msg);
+		rc = run_session(s, err);
+		if (o->once || atomic_load(&stop_requested))
+			break;
+		if ((rc = next_session(s, err)) != RH_OK)
+			break;
+		set_state(s, "waiting", "");
 	}
 out:
+	handshakers_stop(s);
 	set_state(s, "exiting", NULL);
-	if (s->conn)
-		rh_tp_close(s->conn);
+	release_session(s);
 	if (s->listener)
 		rh_tp_listener_close(s->listener);
-	rh_host_close(&s->host);
 	rh_typetab_free(&s->types);
-	free(s->types_buf);
 	if (o->status_path)
 		unlink(o->status_path);
 	pthread_mutex_destroy(&s->st_lock);

@@ -1,13 +1,15 @@
-/* The tracer's control server: accepts one CPU server, checks that it
- * describes the same heap, hosts its partition, and serves control messages
- * until the CPU server says BYE or is lost. Any further CPU server is
- * refused with an ERROR naming the one being served. Handshakes run on a
+/* The tracer's control server: accepts one CPU server at a time, checks
+ * that it describes the same heap, hosts its partition, and serves control
+ * messages until the CPU server says BYE or is lost; then it releases the
+ * partition and waits for the next one. A further CPU server while one is
+ * served is refused with an ERROR naming the one being served. Handshakes run on a
  * bounded pool of threads (max_handshakes), each bounded by the config's
  * transport timeout; a memory limit makes the tracer refuse, with an ERROR
  * the CPU server reports, once it holds more than that. */
 #ifndef RH_MEMSERVER_SERVER_H
 #define RH_MEMSERVER_SERVER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "gc/types.h"
@@ -23,6 +25,7 @@ typedef struct rh_server_opts {
 	int accept_timeout_ms;   /* how long to wait for the CPU server (-1 forever) */
 	uint64_t memory_limit;   /* bytes of backing memory the tracer may hold; 0 = none */
 	int max_handshakes;      /* connections authenticated at once; 0 = the default */
+	bool once;               /* exit after one session instead of serving the next */
 } rh_server_opts;
 
 #define RH_SERVER_DEFAULT_HANDSHAKES 8
@@ -37,8 +40,11 @@ typedef struct rh_server_status {
 	uint64_t regions_freed;
 } rh_server_status;
 
-/* Run until the CPU server leaves (RH_OK) or is lost (RH_EPEER /
- * RH_ETIMEDOUT), or a fatal error. Memory is released before returning. */
+/* Serve one CPU server after another, releasing everything a session held
+ * before the next (docs/operations.md, operations.R1), until stopped (RH_OK),
+ * no CPU server came within accept_timeout_ms (RH_ETIMEDOUT) or a fatal
+ * error. With once: until the first CPU server leaves (RH_OK) or is lost
+ * (RH_EPEER / RH_ETIMEDOUT). Memory is released before returning. */
 int rh_server_run(const rh_server_opts *o, rh_error *err);
 
 /* Stop a running server from a signal handler. */

@@ -1,4 +1,5 @@
-/* rheap-tracerd: hosts one partition of one heap on a memory server. */
+/* rheap-tracerd: hosts one partition of one heap on a memory server, for
+ * one CPU server after another (or one, with --once). */
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
@@ -15,15 +16,18 @@ static void usage(FILE *f)
 	fputs("usage: rheap-tracerd --config FILE --index N [options]\n"
 	      "\n"
 	      "Hosts partition N of the heap described by FILE (the same JSON config as the\n"
-	      "CPU server) and serves one CPU server, then exits and releases the memory.\n"
+	      "CPU server) and serves one CPU server after another: when one leaves or is\n"
+	      "lost, it releases all its memory and waits for the next.\n"
 	      "\n"
 	      "  -c, --config FILE      heap configuration (required)\n"
 	      "  -i, --index N          which server of the config this is (required)\n"
 	      "  -l, --listen HOST:PORT listen here instead of the config's host and port\n"
 	      "  -f, --foreground       do not detach from the terminal\n"
 	      "  -s, --status FILE      keep a JSON status file (state, bytes held, heartbeat)\n"
-	      "  -w, --wait-ms MS       exit if no CPU server connects within MS (default: "
-	      "forever)\n"
+	      "  -w, --wait-ms MS       exit if no CPU server connects within MS of the start\n"
+	      "                         or of the last session's end (default: forever)\n"
+	      "  -1, --once             exit after the first session (status 0 if the CPU\n"
+	      "                         server said BYE, 1 if it was lost)\n"
 	      "  -m, --memory-limit SIZE\n"
 	      "                         hold at most SIZE of partition memory (e.g. 512MiB);\n"
 	      "                         past it the tracer refuses the CPU server, saying why\n"
@@ -70,6 +74,7 @@ int main(int argc, char **argv)
 	                                     {"foreground", no_argument, NULL, 'f'},
 	                                     {"status", required_argument, NULL, 's'},
 	                                     {"wait-ms", required_argument, NULL, 'w'},
+	                                     {"once", no_argument, NULL, '1'},
 	                                     {"log-level", required_argument, NULL, 'L'},
 	                                     {"memory-limit", required_argument, NULL, 'm'},
 	                                     {"max-handshakes", required_argument, NULL, 'H'},
@@ -79,8 +84,8 @@ int main(int argc, char **argv)
 	const char *config = NULL, *listen = NULL, *status = NULL;
 	long index = -1, wait_ms = -1, handshakes = 0;
 	uint64_t memory_limit = 0;
-	int foreground = 0;
-	for (int c; (c = getopt_long(argc, argv, "c:i:l:fs:w:m:H:L:hV", opts, NULL)) != -1;) {
+	int foreground = 0, once = 0;
+	for (int c; (c = getopt_long(argc, argv, "c:i:l:fs:w:1m:H:L:hV", opts, NULL)) != -1;) {
 		char *end;
 		switch (c) {
 		case 'c':
@@ -99,6 +104,9 @@ int main(int argc, char **argv)
 			break;
 		case 'f':
 			foreground = 1;
+			break;
+		case '1':
+			once = 1;
 			break;
 		case 's':
 			status = optarg;
@@ -176,7 +184,8 @@ int main(int argc, char **argv)
 	                     .status_path = status,
 	                     .accept_timeout_ms = (int)wait_ms,
 	                     .memory_limit = memory_limit,
-	                     .max_handshakes = (int)handshakes};
+	                     .max_handshakes = (int)handshakes,
+	                     .once = once};
 	char host[RH_HOST_MAX];
 	if (listen) {
 		const char *colon = strrchr(listen, ':');

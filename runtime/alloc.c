@@ -6,12 +6,28 @@
 
 void rh_tlab_retire(rh_mutator *m)
 {
-	/* Keep the region parsable: the unused tail becomes a filler object. */
+	/* alloc.A1: the unused tail becomes a filler object. */
 	if (m->fast.tlab_end > m->fast.tlab_top)
 		rh_fill((void *)m->fast.tlab_top, m->fast.tlab_end - m->fast.tlab_top);
 	m->bytes_allocated += m->fast.tlab_top - m->tlab_start;
 	m->tlab_start = 0;
 	m->fast.tlab_top = m->fast.tlab_end = 0;
+}
+
+/* alloc.P1: a chunk carved from eden is zeroed by the thread it was
+ * carved for, after alloc_lock is released, and only where it lies below
+ * its region's dirty_end (past it the region is zero). Zeroing a whole
+ * warm region when it was taken held the lock across a 256 KiB memset
+ * that every other allocating thread waited for, and wrote lines long
+ * evicted by the time the TLABs were used; a chunk zeroed now is written
+ * again at once. dirty_end only changes when the region is taken or freed
+ * (alloc_lock held, or the world stopped), never while its chunks are
+ * being allocated, so reading it here needs no lock. */
+static void eden_zero(rh_heap *h, uintptr_t p, size_t bytes)
+{
+	uintptr_t d = rh_region_of(h, p)->dirty_end;
+	if (p < d)
+		memset((void *)p, 0, (p + bytes < d ? p + bytes : d) - p);
 }
 
 /* Carve `bytes` (a TLAB or one medium object) out of eden. alloc_lock held.
@@ -116,6 +132,7 @@ void *rh_alloc_slow(rh_mutator *m, rh_type_id t, size_t bytes, size_t length)
 			p = eden_carve(h, bytes, past_limit);
 			pthread_mutex_unlock(&h->alloc_lock);
 			if (p) {
+				eden_zero(h, p, bytes);
 				uint64_t *o = (uint64_t *)p;
 				o[0] = rh_header_make(t, bytes);
 				if (h->types.types[t].elem_size)
@@ -129,6 +146,7 @@ void *rh_alloc_slow(rh_mutator *m, rh_type_id t, size_t bytes, size_t length)
 			p = eden_carve(h, h->tlab_size, past_limit);
 			pthread_mutex_unlock(&h->alloc_lock);
 			if (p) {
+				eden_zero(h, p, h->tlab_size);
 				m->fast.tlab_top = p + bytes;
 				m->fast.tlab_end = p + h->tlab_size;
 				m->tlab_start = p;

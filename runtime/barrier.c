@@ -102,6 +102,7 @@ void rh_barrier_slow(rh_mutator *m, void **slot, void *val)
 {
 	rh_heap *h = m->heap;
 	rh_region *sr = rh_region_of(h, (uintptr_t)slot);
+	/* rset.R1: eden sources are found by tracing; the rest are filed. */
 	if (sr->kind == RH_REGION_EDEN)
 		return;
 	if (!m->bq) {

@@ -158,7 +158,7 @@ static bool scrub_some(rh_heap *h)
 		rh_region *r = &h->regions[i];
 		uintptr_t end = c->tams[i];
 		/* Only TAMS tells which regions to walk: kinds change under the
-		 * allocator's lock (C2 keeps these regions as they were). A dead
+		 * allocator's lock (cmark.C2 keeps these regions as they were). A dead
 		 * humongous object becomes a filler too; the finish frees it. */
 		if (end <= r->start) {
 			c->scrub_next++;
@@ -206,6 +206,7 @@ static void *marker_main(void *arg)
 {
 	rh_heap *h = arg;
 	rh_cmark *c = &h->cm;
+	/* cmark.C1: the heap only under cm.lock, given up at each step. */
 	pthread_mutex_lock(&c->lock);
 	for (;;) {
 		while (!atomic_load(&c->stop) &&
@@ -308,6 +309,7 @@ void rh_satb_flush(rh_mutator *m)
 void rh_satb_log(rh_mutator *m, void **slot)
 {
 	rh_heap *h = m->heap;
+	/* cmark.C4, cmark.C5: the old value is logged before the store. */
 	uintptr_t old = __atomic_load_n((uintptr_t *)slot, __ATOMIC_RELAXED);
 	if (!below_tams(h, old))
 		return;
@@ -367,6 +369,7 @@ static void snapshot(rh_heap *h)
 	for (uint32_t i = 0; i < h->n_regions; i++) {
 		rh_region *r = &h->regions[i];
 		c->live[i] = 0;
+		/* cmark.C3: what is allocated later lies at or above TAMS. */
 		if (r->kind == RH_REGION_OLD && r->top > r->start)
 			c->tams[i] = r->top;
 		else if (r->kind == RH_REGION_HUMONGOUS)
@@ -376,6 +379,7 @@ static void snapshot(rh_heap *h)
 		if (c->tams[i] > r->start)
 			memset(&c->bits[((r->start - h->base) >> 3) >> 6], 0, h->region_size / 64);
 	}
+	/* cmark.C4: roots and every survivor's fields are greyed here. */
 	for (rh_mutator *m = h->mutators; m; m = m->next)
 		rh_stack_scan(m, cm_conservative, cm_precise, h);
 	for (size_t i = 0; i < h->n_globals; i++)
@@ -406,6 +410,7 @@ static void remark(rh_heap *h)
 	set_satb(h, 0);
 	for (rh_mutator *m = h->mutators; m; m = m->next)
 		rh_satb_flush(m);
+	/* cmark.C4: every logged value is greyed and traced. */
 	drain(h, SIZE_MAX);
 	set_phase(c, RH_CM_SCRUB);
 }
@@ -429,6 +434,7 @@ static void finish(rh_heap *h)
 			live = c->live[i] + (r->top - c->tams[i]);
 		}
 		c->tams[i] = r->start;
+		/* cmark.C6: nothing live here, so no scrubbed field points in. */
 		if (live == 0) {
 			freed += (uint64_t)(r->kind == RH_REGION_HUMONGOUS ? r->span : 1) *
 			         h->region_size;
@@ -488,7 +494,7 @@ void rh_cmark_pause_begin(rh_heap *h, int kind)
 	rh_cmark *c = &h->cm;
 	if (!c->on)
 		return;
-	/* A partial pause while the marker marks leaves it running (C1):
+	/* A partial pause while the marker marks leaves it running (cmark.C1):
 	 * on two cores, a marker shut out of every young pause took three
 	 * times its own working time to finish, and the old generation grew
 	 * by all that was promoted meanwhile. */
@@ -499,6 +505,7 @@ void rh_cmark_pause_begin(rh_heap *h, int kind)
 	/* A cycle that is done but for its finish still counts; a remark
 	 * would only be dropped by the abort. */
 	uint64_t t0 = rh_now_ns();
+	/* cmark.C7: the first pause after the marker ran dry remarks. */
 	if (phase_of(c) == RH_CM_MARKED && kind != RH_GC_FULL) {
 		rh_emit(h, kind, RH_PHASE_MARK, 1);
 		remark(h);
@@ -558,6 +565,7 @@ void rh_cmark_abort(rh_heap *h)
 	free_satb(grab_full(c));
 	c->n_stack = 0;
 	c->n_parts = 0;
+	/* cmark.C2: a full collection may move old regions, so TAMS resets. */
 	for (uint32_t i = 0; i < h->n_regions; i++)
 		c->tams[i] = h->regions[i].start;
 	set_phase(c, RH_CM_IDLE);

@@ -86,6 +86,16 @@ static void conservative_root(void *ctx, uintptr_t w)
  * holding their boxes, and in hash order. Marked in a heap-wide bitmap
  * first, then runs of adjacent cards in one region are walked as one
  * span, finding the first object once. */
+/* A remembered card's slot (in the heap, outside the set): a root if it
+ * refers into the set. precise_root's test for slots outside the heap
+ * does not apply. */
+static inline __attribute__((always_inline)) void card_root(void *ctx, void **slot)
+{
+	rh_gc *g = ctx;
+	if (rh_marker_in_set(&g->h->marker, (uintptr_t)*slot))
+		rh_gc_root_slot_fast(g, slot);
+}
+
 static void scan_cards(rh_gc *g)
 {
 	rh_heap *h = g->h;
@@ -117,14 +127,14 @@ static void scan_cards(rh_gc *g)
 				continue;
 			}
 			if (n)
-				rh_cards_slots(h, run, n, precise_root, g);
+				rh_cards_slots_inline(h, run, n, card_root, g);
 			run = card;
 			n = 1;
 		}
 		cb[w] = 0;
 	}
 	if (n)
-		rh_cards_slots(h, run, n, precise_root, g);
+		rh_cards_slots_inline(h, run, n, card_root, g);
 	g->cards_ns = rh_now_ns() - t0;
 }
 
@@ -182,7 +192,7 @@ static void choose_set(rh_gc *g)
 		return;
 	}
 	size_t n_cand = 0;
-	/* Old regions stay put while a concurrent cycle marks them. */
+	/* Old regions stay put while a concurrent cycle marks them (cmark.C2). */
 	rh_region **cand = rh_cmark_active(h) ? NULL : malloc(h->n_regions * sizeof *cand);
 	uint64_t eden_bytes = 0;
 	for (uint32_t i = 0; i < h->n_regions; i++) {

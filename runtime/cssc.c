@@ -20,17 +20,35 @@
 #include "gc/bitmap.h"
 #include "runtime/internal.h"
 
+/* A CSSC's time per byte moved is averaged: each new measure weighs half. */
+#define NS_PER_BYTE_WEIGHT 0.5
+
+void rh_cssc_init(rh_heap *h)
+{
+	memset(&h->cssc, 0, sizeof h->cssc);
+	/* Until measured: a CSSC took 3-13 ns per byte moved in listscan at 25 %
+	 * cache, 27-77 in lru (docs/distributed-gc.md, CSSC step 2). */
+	h->cssc.ns_per_byte = 20.0;
+}
+
+void rh_cssc_fini(rh_heap *h)
+{
+	free(h->cssc.tslots);
+	h->cssc.tslots = NULL;
+	h->cssc.n_tslots = h->cssc.cap_tslots = 0;
+}
+
 void rh_cssc_note(rh_heap *h, void **slot)
 {
-	if (h->n_tslots == h->cap_tslots) {
-		size_t cap = h->cap_tslots ? h->cap_tslots * 2 : 1024;
-		void ***s = realloc(h->tslots, cap * sizeof *s);
+	if (h->cssc.n_tslots == h->cssc.cap_tslots) {
+		size_t cap = h->cssc.cap_tslots ? h->cssc.cap_tslots * 2 : 1024;
+		void ***s = realloc(h->cssc.tslots, cap * sizeof *s);
 		if (!s)
 			rh_panic("collector: out of memory recording slots");
-		h->tslots = s;
-		h->cap_tslots = cap;
+		h->cssc.tslots = s;
+		h->cssc.cap_tslots = cap;
 	}
-	h->tslots[h->n_tslots++] = slot;
+	h->cssc.tslots[h->cssc.n_tslots++] = slot;
 }
 
 void rh_cssc_drop(rh_heap *h, uint32_t region)
@@ -66,7 +84,7 @@ static int by_garbage(const void *a, const void *b)
 void rh_cssc_choose(rh_heap *h)
 {
 	h->offload_active = false;
-	h->n_tslots = 0;
+	h->cssc.n_tslots = 0;
 	if (!h->offload_on)
 		return;
 	cand *c = malloc(h->n_regions * sizeof *c);
@@ -107,10 +125,10 @@ void rh_cssc_choose(rh_heap *h)
 	 * tracers' remark and copy, and the CPU server's flushes, fixing and
 	 * filing, which grow with the bytes moved and can outweigh the
 	 * tracers' part: it is measured whole, end to end). */
-	double budget = (double)h->cfg.pause_budget_us * 1000.0 * RH_SZ_CSSC_SHARE, spent = 0;
+	double budget = rh_sizing_cssc_budget_ns(h->cfg.pause_budget_us), spent = 0;
 	for (size_t k = 0; k < n; k++) {
 		size_t host = rh_remote_host_of(h->remote, c[k].region);
-		double cst = (double)c[k].live * h->cssc_ns_per_byte;
+		double cst = (double)c[k].live * h->cssc.ns_per_byte;
 		if (host >= n_hosts || spent + cst > budget || c[k].live > room[host])
 			continue;
 		spent += cst;
@@ -188,37 +206,69 @@ static int cmp_card(const void *key, const void *elem)
 	return (a > b) - (a < b);
 }
 
-/* Cards of moved regions' source queues whose pages only their host
- * tracer holds are fixed there (docs/distributed-gc.md, "Fixing external
- * references"): the CPU server would otherwise fetch each page to change a
- * few words and write it back later. Returns the cards the tracers took,
- * sorted, for the CPU server's own pass to skip. Nothing here faults a card
- * page in before its tracer is done with it: only forwarding headers in
- * moved regions are read through the page cache. */
-static uint64_t *fix_remote(rh_heap *h, const rh_swap_host *hosts, size_t n_hosts, size_t *n_out)
+/* Per host, the evicted cards sent to its tracer (FIX_CARDS) and the
+ * conditional writes of its second round. */
+typedef struct card_fix {
+	size_t n_hosts;
+	uint64_t **cards;
+	size_t *n_cards, *cap;
+	rh_slot_write **wr;
+	size_t *n_wr, *cap_wr;
+	uint64_t refs, unresolved, failed; /* for the debug log */
+} card_fix;
+
+static void card_fix_init(card_fix *cf, size_t n_hosts)
 {
-	*n_out = 0;
+	memset(cf, 0, sizeof *cf);
+	cf->n_hosts = n_hosts;
+	cf->cards = calloc(n_hosts, sizeof *cf->cards);
+	cf->n_cards = calloc(n_hosts, sizeof *cf->n_cards);
+	cf->cap = calloc(n_hosts, sizeof *cf->cap);
+	cf->wr = calloc(n_hosts, sizeof *cf->wr);
+	cf->n_wr = calloc(n_hosts, sizeof *cf->n_wr);
+	cf->cap_wr = calloc(n_hosts, sizeof *cf->cap_wr);
+	if (!cf->cards || !cf->n_cards || !cf->cap || !cf->wr || !cf->n_wr || !cf->cap_wr)
+		rh_panic("collector: out of memory");
+}
+
+static void card_fix_free(card_fix *cf)
+{
+	for (size_t k = 0; k < cf->n_hosts; k++) {
+		free(cf->cards[k]);
+		free(cf->wr[k]);
+	}
+	free(cf->cards);
+	free(cf->n_cards);
+	free(cf->cap);
+	free(cf->wr);
+	free(cf->n_wr);
+	free(cf->cap_wr);
+}
+
+/* The regions tracers moved in this CSSC; NULL when none, or too many
+ * for one FIX_CARDS. */
+static uint32_t *moved_regions(rh_heap *h, size_t *n_moved)
+{
 	uint32_t *moved = NULL;
-	size_t n_moved = 0, cap_moved = 0;
+	size_t cap_moved = 0;
+	*n_moved = 0;
 	for (uint32_t i = 0; i < h->n_regions; i++)
 		if (h->offload[i] == RH_OFF_MOVED) {
-			moved = rh_grow(moved, &cap_moved, n_moved + 1, sizeof *moved, 64,
+			moved = rh_grow(moved, &cap_moved, *n_moved + 1, sizeof *moved, 64,
 			                "collector");
-			moved[n_moved++] = i;
+			moved[(*n_moved)++] = i;
 		}
-	if (!n_moved || n_moved > 4096) {
+	if (!*n_moved || *n_moved > 4096) {
 		free(moved);
 		return NULL;
 	}
-	/* Evictions in flight finish first: a page being written back is
-	 * still the CPU server's. */
-	rh_swap_quiesce(h->swap);
-	uint64_t **cards = calloc(n_hosts, sizeof *cards);
-	size_t *n_cards = calloc(n_hosts, sizeof *n_cards), *cap = calloc(n_hosts, sizeof *cap);
-	rh_slot_write **wr = calloc(n_hosts, sizeof *wr);
-	size_t *n_wr = calloc(n_hosts, sizeof *n_wr), *cap_wr = calloc(n_hosts, sizeof *cap_wr);
-	if (!cards || !n_cards || !cap || !wr || !n_wr || !cap_wr)
-		rh_panic("collector: out of memory");
+	return moved;
+}
+
+/* The moved regions' remembered cards whose page only a tracer holds
+ * (EVICTED), outside moved regions, by host; returns how many. */
+static size_t evicted_cards(rh_heap *h, card_fix *cf, const uint32_t *moved, size_t n_moved)
+{
 	size_t total = 0;
 	for (size_t j = 0; j < n_moved; j++) {
 		rh_region *r = &h->regions[moved[j]];
@@ -232,80 +282,90 @@ static uint64_t *fix_remote(rh_heap *h, const rh_swap_host *hosts, size_t n_host
 			    rh_swap_page_state(h->swap, a) != RH_PAGE_EVICTED)
 				continue;
 			size_t host = rh_remote_host_of(h->remote, cr);
-			if (host >= n_hosts)
+			if (host >= cf->n_hosts)
 				continue;
-			cards[host] = rh_grow(cards[host], &cap[host], n_cards[host] + 1,
-			                      sizeof **cards, 1024, "collector");
-			cards[host][n_cards[host]++] = a;
+			cf->cards[host] =
+			        rh_grow(cf->cards[host], &cf->cap[host], cf->n_cards[host] + 1,
+			                sizeof **cf->cards, 1024, "collector");
+			cf->cards[host][cf->n_cards[host]++] = a;
 			total++;
 		}
 	}
-	uint64_t *taken = total ? malloc(total * sizeof *taken) : NULL;
-	if (total && !taken)
-		rh_panic("collector: out of memory for %zu cards", total);
+	return total;
+}
+
+/* First round: each host's cards, sorted and deduplicated, to its tracer. */
+static void send_cards(rh_heap *h, card_fix *cf, const uint32_t *moved, size_t n_moved)
+{
 	rh_error e;
-	for (size_t k = 0; k < n_hosts; k++) {
-		if (!n_cards[k])
+	for (size_t k = 0; k < cf->n_hosts; k++) {
+		if (!cf->n_cards[k])
 			continue;
-		qsort(cards[k], n_cards[k], sizeof **cards, rh_cmp_addr);
+		uint64_t *c = cf->cards[k];
+		qsort(c, cf->n_cards[k], sizeof *c, rh_cmp_addr);
 		size_t u = 0;
-		for (size_t i = 0; i < n_cards[k]; i++)
-			if (!u || cards[k][i] != cards[k][u - 1])
-				cards[k][u++] = cards[k][i];
-		n_cards[k] = u;
-		if (rh_remote_fix_cards(h->remote, k, ++h->cssc_id, moved, (uint32_t)n_moved,
-		                        cards[k], u, NULL, 0, &e) != RH_OK)
+		for (size_t i = 0; i < cf->n_cards[k]; i++)
+			if (!u || c[i] != c[u - 1])
+				c[u++] = c[i];
+		cf->n_cards[k] = u;
+		if (rh_remote_fix_cards(h->remote, k, ++h->cssc.id, moved, (uint32_t)n_moved, c, u,
+		                        NULL, 0, &e) != RH_OK)
 			rh_heap_fail(h, &e);
 	}
-	uint64_t refs = 0, unresolved = 0, failed = 0;
-	for (size_t k = 0; k < n_hosts; k++) {
-		if (!n_cards[k])
-			continue;
-		rh_remote_fix *fx;
-		if (rh_remote_fix_wait(h->remote, k, &fx, &e) != RH_OK)
-			rh_heap_fail(h, &e);
-		for (size_t i = 0; i < fx->n; i++) {
-			const rh_fix_ent *fe = &fx->ents[i];
-			if (fe->kind == RH_FIX_REF) {
-				if (rh_region_index(h, fe->value) != fe->region) {
-					rh_err_set(
-					        &e, RH_EPEER,
-					        "%s fixed a field to %#llx, outside region %u it "
-					        "named",
-					        hosts[k].name, (unsigned long long)fe->value,
-					        fe->region);
-					rh_heap_fail(h, &e);
-				}
-				remember(h, (void **)(uintptr_t)fe->addr, fe->value);
-				refs++;
-			} else if (fe->kind == RH_FIX_UNRESOLVED) {
-				void **slot = (void **)(uintptr_t)fe->addr;
-				uintptr_t to = forward(h, fe->value, slot, false);
-				unresolved++;
-				if (to == fe->value)
-					continue;
-				remember(h, slot, to);
-				wr[k] = rh_grow(wr[k], &cap_wr[k], n_wr[k] + 1, sizeof **wr, 256,
-				                "collector");
-				wr[k][n_wr[k]++] = (rh_slot_write){fe->addr, fe->value, to};
-			} else {
-				/* The CPU server's own pass will do it. */
-				uint64_t c = fe->addr & ~(uint64_t)((1u << RH_CARD_SHIFT) - 1);
-				uint64_t *at =
-				        bsearch(&c, cards[k], n_cards[k], sizeof **cards, cmp_card);
-				if (at)
-					*at |= CARD_GIVEN_BACK;
-				failed++;
+}
+
+/* Host k's CARDS_FIXED: a field it rewrote is filed; one whose target
+ * another tracer moved is resolved here and queued for the second round;
+ * a card it could not do is given back to the CPU server's own pass. */
+static void take_fixed(rh_heap *h, card_fix *cf, size_t k, const rh_remote_fix *fx,
+                       const char *host)
+{
+	rh_error e;
+	for (size_t i = 0; i < fx->n; i++) {
+		const rh_fix_ent *fe = &fx->ents[i];
+		if (fe->kind == RH_FIX_REF) {
+			if (rh_region_index(h, fe->value) != fe->region) {
+				rh_err_set(&e, RH_EPEER,
+				           "%s fixed a field to %#llx, outside region %u it named",
+				           host, (unsigned long long)fe->value, fe->region);
+				rh_heap_fail(h, &e);
 			}
+			remember(h, (void **)(uintptr_t)fe->addr, fe->value);
+			cf->refs++;
+		} else if (fe->kind == RH_FIX_UNRESOLVED) {
+			void **slot = (void **)(uintptr_t)fe->addr;
+			uintptr_t to = forward(h, fe->value, slot, false);
+			cf->unresolved++;
+			if (to == fe->value)
+				continue;
+			remember(h, slot, to);
+			cf->wr[k] = rh_grow(cf->wr[k], &cf->cap_wr[k], cf->n_wr[k] + 1,
+			                    sizeof **cf->wr, 256, "collector");
+			cf->wr[k][cf->n_wr[k]++] = (rh_slot_write){fe->addr, fe->value, to};
+		} else {
+			/* The CPU server's own pass will do it. */
+			uint64_t c = fe->addr & ~(uint64_t)((1u << RH_CARD_SHIFT) - 1);
+			uint64_t *at = bsearch(&c, cf->cards[k], cf->n_cards[k], sizeof **cf->cards,
+			                       cmp_card);
+			if (at)
+				*at |= CARD_GIVEN_BACK;
+			cf->failed++;
 		}
 	}
-	/* Second round: slots whose targets another tracer moved. */
-	for (size_t k = 0; k < n_hosts; k++)
-		if (n_wr[k] && rh_remote_fix_cards(h->remote, k, ++h->cssc_id, moved, 0, NULL, 0,
-		                                   wr[k], n_wr[k], &e) != RH_OK)
+}
+
+/* Second round: slots whose targets another tracer moved, written by
+ * their own tracer only if unchanged; those it could not write are
+ * fixed here. */
+static void send_writes(rh_heap *h, card_fix *cf, const uint32_t *moved)
+{
+	rh_error e;
+	for (size_t k = 0; k < cf->n_hosts; k++)
+		if (cf->n_wr[k] && rh_remote_fix_cards(h->remote, k, ++h->cssc.id, moved, 0, NULL,
+		                                       0, cf->wr[k], cf->n_wr[k], &e) != RH_OK)
 			rh_heap_fail(h, &e);
-	for (size_t k = 0; k < n_hosts; k++) {
-		if (!n_wr[k])
+	for (size_t k = 0; k < cf->n_hosts; k++) {
+		if (!cf->n_wr[k])
 			continue;
 		rh_remote_fix *fx;
 		if (rh_remote_fix_wait(h->remote, k, &fx, &e) != RH_OK)
@@ -314,27 +374,56 @@ static uint64_t *fix_remote(rh_heap *h, const rh_swap_host *hosts, size_t n_host
 			if (fx->ents[i].kind == RH_FIX_FAILED)
 				fix_slot(h, (void **)(uintptr_t)fx->ents[i].addr, false);
 	}
-	size_t n = 0;
+}
+
+/* Cards of moved regions' source queues whose pages only their host
+ * tracer holds are fixed there (docs/distributed-gc.md, "Fixing external
+ * references"): the CPU server would otherwise fetch each page to change a
+ * few words and write it back later. Returns the cards the tracers took,
+ * sorted, for the CPU server's own pass to skip. Nothing here faults a card
+ * page in before its tracer is done with it: only forwarding headers in
+ * moved regions are read through the page cache. */
+static uint64_t *fix_remote(rh_heap *h, const rh_swap_host *hosts, size_t n_hosts, size_t *n_out)
+{
+	*n_out = 0;
+	size_t n_moved;
+	uint32_t *moved = moved_regions(h, &n_moved);
+	if (!moved)
+		return NULL;
+	/* cssc.F1: from here no sent card's page is faulted in. */
+	/* Evictions in flight finish first: a page being written back is
+	 * still the CPU server's. */
+	rh_swap_quiesce(h->swap);
+	card_fix cf;
+	card_fix_init(&cf, n_hosts);
+	size_t total = evicted_cards(h, &cf, moved, n_moved);
+	uint64_t *taken = total ? malloc(total * sizeof *taken) : NULL;
+	if (total && !taken)
+		rh_panic("collector: out of memory for %zu cards", total);
+	send_cards(h, &cf, moved, n_moved);
+	rh_error e;
 	for (size_t k = 0; k < n_hosts; k++) {
-		for (size_t i = 0; i < n_cards[k]; i++)
-			if (!(cards[k][i] & CARD_GIVEN_BACK))
-				taken[n++] = cards[k][i];
-		free(cards[k]);
-		free(wr[k]);
+		if (!cf.n_cards[k])
+			continue;
+		rh_remote_fix *fx;
+		if (rh_remote_fix_wait(h->remote, k, &fx, &e) != RH_OK)
+			rh_heap_fail(h, &e);
+		take_fixed(h, &cf, k, fx, hosts[k].name);
 	}
+	send_writes(h, &cf, moved);
+	size_t n = 0;
+	for (size_t k = 0; k < n_hosts; k++)
+		for (size_t i = 0; i < cf.n_cards[k]; i++)
+			if (!(cf.cards[k][i] & CARD_GIVEN_BACK))
+				taken[n++] = cf.cards[k][i];
 	if (n)
 		qsort(taken, n, sizeof *taken, rh_cmp_addr);
 	rh_log(RH_LOG_DEBUG, "cssc",
 	       "tracers fixed %zu evicted cards (%llu refilings, %llu fields resolved here, "
 	       "%llu cards left to the CPU server)",
-	       n, (unsigned long long)refs, (unsigned long long)unresolved,
-	       (unsigned long long)failed);
-	free(cards);
-	free(n_cards);
-	free(cap);
-	free(wr);
-	free(n_wr);
-	free(cap_wr);
+	       n, (unsigned long long)cf.refs, (unsigned long long)cf.unresolved,
+	       (unsigned long long)cf.failed);
+	card_fix_free(&cf);
 	free(moved);
 	*n_out = n;
 	return taken;
@@ -597,139 +686,188 @@ static void publish(rh_heap *h, bool roots)
 
 /* ---------------------------------------------------------------- the pause */
 
-static void run(rh_heap *h)
-{
-	uint64_t t0 = rh_now_ns();
+/* One CSSC's evacuation by the tracers, from the sources each is sent to
+ * what came back. */
+typedef struct cssc_run {
+	const rh_swap_host *hosts;
 	size_t n_hosts;
-	const rh_swap_host *hosts = rh_remote_hosts(h->remote, &n_hosts);
-	uint32_t **src = calloc(n_hosts, sizeof *src), **dst = calloc(n_hosts, sizeof *dst);
-	uint32_t *n_src = calloc(n_hosts, sizeof *n_src), *n_dst = calloc(n_hosts, sizeof *n_dst);
-	bool *sent = calloc(n_hosts, sizeof *sent);
-	/* Targets of the recorded slots, sorted: the extra roots per region. */
-	uintptr_t *targets = malloc((h->n_tslots ? h->n_tslots : 1) * sizeof *targets);
-	if (!src || !dst || !n_src || !n_dst || !sent || !targets)
+	uint32_t **src, **dst; /* per host: regions to evacuate, and into */
+	uint32_t *n_src, *n_dst;
+	bool *sent;         /* per host: an EVACUATE went out */
+	uintptr_t *targets; /* targets of the recorded slots, sorted */
+	size_t n_targets;
+	rh_remote_evac **res; /* per host: its EVACUATED */
+	uint64_t moved, copied, pairs, tracer_ns;
+} cssc_run;
+
+static void run_init(rh_heap *h, cssc_run *x)
+{
+	memset(x, 0, sizeof *x);
+	x->hosts = rh_remote_hosts(h->remote, &x->n_hosts);
+	size_t n = x->n_hosts;
+	x->src = calloc(n, sizeof *x->src);
+	x->dst = calloc(n, sizeof *x->dst);
+	x->n_src = calloc(n, sizeof *x->n_src);
+	x->n_dst = calloc(n, sizeof *x->n_dst);
+	x->sent = calloc(n, sizeof *x->sent);
+	x->res = calloc(n, sizeof *x->res);
+	x->targets = malloc((h->cssc.n_tslots ? h->cssc.n_tslots : 1) * sizeof *x->targets);
+	if (!x->src || !x->dst || !x->n_src || !x->n_dst || !x->sent || !x->res || !x->targets)
 		rh_panic("collector: out of memory for a CSSC");
-	size_t n_targets = 0;
-	for (size_t i = 0; i < h->n_tslots; i++) {
-		uintptr_t v = (uintptr_t)*h->tslots[i];
+	/* The extra roots per region: what the recorded slots refer to. */
+	for (size_t i = 0; i < h->cssc.n_tslots; i++) {
+		uintptr_t v = (uintptr_t)*h->cssc.tslots[i];
 		if (rh_cssc_cand(h, v))
-			targets[n_targets++] = v;
+			x->targets[x->n_targets++] = v;
 	}
-	qsort(targets, n_targets, sizeof *targets, rh_cmp_addr);
+	qsort(x->targets, x->n_targets, sizeof *x->targets, rh_cmp_addr);
+}
 
+static void run_free(cssc_run *x)
+{
+	for (size_t k = 0; k < x->n_hosts; k++) {
+		free(x->src[k]);
+		free(x->dst[k]);
+	}
+	free(x->src);
+	free(x->dst);
+	free(x->n_src);
+	free(x->n_dst);
+	free(x->sent);
+	free(x->res);
+	free(x->targets);
+}
+
+/* Host k's candidates that its tracer has marked; the rest stop being
+ * candidates. Returns their live bytes. */
+static uint64_t pick_sources(rh_heap *h, cssc_run *x, size_t k)
+{
+	const rh_partition *p = &x->hosts[k].part;
+	uint64_t live = 0;
+	x->src[k] = malloc(p->n_regions * sizeof **x->src);
+	x->dst[k] = malloc(p->n_regions * sizeof **x->dst);
+	if (!x->src[k] || !x->dst[k])
+		rh_panic("collector: out of memory for a CSSC");
+	for (uint32_t i = p->first_region; i < p->first_region + p->n_regions; i++) {
+		rh_marked_desc md;
+		if (h->offload[i] != RH_OFF_CAND)
+			continue;
+		if (!marked_now(h, &h->regions[i], &md)) {
+			h->offload[i] = RH_OFF_NONE;
+			continue;
+		}
+		x->src[k][x->n_src[k]++] = i;
+		live += md.live_bytes;
+	}
+	return live;
+}
+
+/* Free regions of host k's partition for the tracer to copy into: room
+ * for what the marking found live plus what the remark may add, and the
+ * tails copying leaves unused. */
+static void take_destinations(rh_heap *h, cssc_run *x, size_t k, uint64_t live)
+{
+	const rh_partition *p = &x->hosts[k].part;
+	uint64_t want = (live + live / 4) / h->region_size + 2;
+	pthread_mutex_lock(&h->alloc_lock);
+	while (x->n_dst[k] < want) {
+		int64_t r = rh_region_take_in(h, p->first_region, p->n_regions, RH_REGION_OLD);
+		if (r < 0)
+			break;
+		x->dst[k][x->n_dst[k]++] = (uint32_t)r;
+		h->offload[r] = RH_OFF_DEST;
+	}
+	pthread_mutex_unlock(&h->alloc_lock);
+}
+
+/* Each source's targets of recorded slots, as its REMARK roots. */
+static void send_remark_roots(rh_heap *h, cssc_run *x, size_t k)
+{
+	for (uint32_t j = 0; j < x->n_src[k]; j++) {
+		rh_region *r = &h->regions[x->src[k][j]];
+		uintptr_t key = r->start;
+		uintptr_t *lo = x->targets, *hi = x->targets + x->n_targets;
+		while (lo < hi) { /* first target at or past the region's start */
+			uintptr_t *mid = lo + (hi - lo) / 2;
+			if (*mid < key)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		size_t cnt = 0;
+		while (lo + cnt < x->targets + x->n_targets && lo[cnt] < r->start + h->region_size)
+			cnt++;
+		send_roots(h, k, r, RH_ROOTS_REMARK, lo, cnt);
+	}
+}
+
+/* Host k's tracer gets its sources' current images, their remark roots,
+ * and the EVACUATE naming sources and destinations. */
+static void send_evacuation(rh_heap *h, cssc_run *x, size_t k)
+{
 	rh_error e;
-	for (size_t k = 0; k < n_hosts; k++) {
-		const rh_partition *p = &hosts[k].part;
-		uint64_t live = 0;
-		src[k] = malloc(p->n_regions * sizeof **src);
-		dst[k] = malloc(p->n_regions * sizeof **dst);
-		if (!src[k] || !dst[k])
-			rh_panic("collector: out of memory for a CSSC");
-		for (uint32_t i = p->first_region; i < p->first_region + p->n_regions; i++) {
-			rh_marked_desc md;
-			if (h->offload[i] != RH_OFF_CAND)
-				continue;
-			if (!marked_now(h, &h->regions[i], &md)) {
-				h->offload[i] = RH_OFF_NONE;
-				continue;
-			}
-			src[k][n_src[k]++] = i;
-			live += md.live_bytes;
-		}
-		if (!n_src[k])
-			continue;
-		colocate(h, src[k], n_src[k]);
-		/* Room for what the marking found live plus what the remark
-		 * may add, and the tails copying leaves unused. */
-		uint64_t want = (live + live / 4) / h->region_size + 2;
-		pthread_mutex_lock(&h->alloc_lock);
-		while (n_dst[k] < want) {
-			int64_t r =
-			        rh_region_take_in(h, p->first_region, p->n_regions, RH_REGION_OLD);
-			if (r < 0)
-				break;
-			dst[k][n_dst[k]++] = (uint32_t)r;
-			h->offload[r] = RH_OFF_DEST;
-		}
-		pthread_mutex_unlock(&h->alloc_lock);
-		for (uint32_t j = 0; j < n_src[k]; j++)
-			if (rh_swap_flush_region(h->swap, src[k][j], &e) != RH_OK)
-				rh_heap_fail(h, &e);
-		for (uint32_t j = 0; j < n_src[k]; j++) {
-			rh_region *r = &h->regions[src[k][j]];
-			uintptr_t key = r->start;
-			uintptr_t *lo = targets, *hi = targets + n_targets;
-			while (lo < hi) { /* first target at or past the region's start */
-				uintptr_t *mid = lo + (hi - lo) / 2;
-				if (*mid < key)
-					lo = mid + 1;
-				else
-					hi = mid;
-			}
-			size_t cnt = 0;
-			while (lo + cnt < targets + n_targets &&
-			       lo[cnt] < r->start + h->region_size)
-				cnt++;
-			send_roots(h, k, r, RH_ROOTS_REMARK, lo, cnt);
-		}
-		if (rh_remote_evacuate(h->remote, k, ++h->cssc_id,
-		                       h->cfg.remark ? 0 : RH_EVAC_NO_REMARK, src[k], n_src[k],
-		                       dst[k], n_dst[k], &e) != RH_OK)
+	uint64_t live = pick_sources(h, x, k);
+	if (!x->n_src[k])
+		return;
+	colocate(h, x->src[k], x->n_src[k]);
+	take_destinations(h, x, k, live);
+	for (uint32_t j = 0; j < x->n_src[k]; j++)
+		if (rh_swap_flush_region(h->swap, x->src[k][j], &e) != RH_OK)
 			rh_heap_fail(h, &e);
-		sent[k] = true;
-	}
+	send_remark_roots(h, x, k);
+	/* cssc.C2: sources and destinations agreed before any copy. */
+	if (rh_remote_evacuate(h->remote, k, ++h->cssc.id, h->cfg.remark ? 0 : RH_EVAC_NO_REMARK,
+	                       x->src[k], x->n_src[k], x->dst[k], x->n_dst[k], &e) != RH_OK)
+		rh_heap_fail(h, &e);
+	x->sent[k] = true;
+}
 
-	uint64_t moved = 0, copied = 0, pairs = 0, tracer_ns = 0;
-	rh_remote_evac **res = calloc(n_hosts, sizeof *res);
-	if (!res)
-		rh_panic("collector: out of memory");
-	for (size_t k = 0; k < n_hosts; k++) {
-		if (!sent[k])
+/* Host k's EVACUATED: which sources moved, and how full it left each
+ * destination (an unused one goes back, cold). */
+static void adopt_result(rh_heap *h, cssc_run *x, size_t k)
+{
+	rh_error e;
+	if (rh_remote_evac_wait(h->remote, k, &x->res[k], &e) != RH_OK)
+		rh_heap_fail(h, &e);
+	rh_remote_evac *ev = x->res[k];
+	for (uint32_t j = 0; j < ev->n_src; j++) {
+		rh_marked_desc md = {0};
+		rh_remote_marked(h->remote, ev->src[j].region, &md);
+		rh_log(RH_LOG_DEBUG, "cssc",
+		       "region %u: %u KiB used, %llu KiB live when marked, %llu KiB after "
+		       "the remark, %s",
+		       ev->src[j].region, md.top >> 10, (unsigned long long)(md.live_bytes >> 10),
+		       (unsigned long long)(ev->src[j].live_bytes >> 10),
+		       ev->src[j].status == RH_EVAC_MOVED ? "moved" : "kept");
+		h->offload[ev->src[j].region] =
+		        ev->src[j].status == RH_EVAC_MOVED ? RH_OFF_MOVED : RH_OFF_NONE;
+		x->moved += ev->src[j].status == RH_EVAC_MOVED;
+		rh_remote_forget_marked(h->remote, ev->src[j].region);
+	}
+	pthread_mutex_lock(&h->alloc_lock);
+	for (uint32_t j = 0; j < ev->n_dst; j++) {
+		rh_region *r = &h->regions[ev->dst[j].region];
+		if (!ev->dst[j].top) {
+			rh_region_release_cold(h, r);
 			continue;
-		if (rh_remote_evac_wait(h->remote, k, &res[k], &e) != RH_OK)
-			rh_heap_fail(h, &e);
-		rh_remote_evac *ev = res[k];
-		for (uint32_t j = 0; j < ev->n_src; j++) {
-			rh_marked_desc md = {0};
-			rh_remote_marked(h->remote, ev->src[j].region, &md);
-			rh_log(RH_LOG_DEBUG, "cssc",
-			       "region %u: %u KiB used, %llu KiB live when marked, %llu KiB after "
-			       "the remark, %s",
-			       ev->src[j].region, md.top >> 10,
-			       (unsigned long long)(md.live_bytes >> 10),
-			       (unsigned long long)(ev->src[j].live_bytes >> 10),
-			       ev->src[j].status == RH_EVAC_MOVED ? "moved" : "kept");
-			h->offload[ev->src[j].region] =
-			        ev->src[j].status == RH_EVAC_MOVED ? RH_OFF_MOVED : RH_OFF_NONE;
-			moved += ev->src[j].status == RH_EVAC_MOVED;
-			rh_remote_forget_marked(h->remote, ev->src[j].region);
 		}
-		pthread_mutex_lock(&h->alloc_lock);
-		for (uint32_t j = 0; j < ev->n_dst; j++) {
-			rh_region *r = &h->regions[ev->dst[j].region];
-			if (!ev->dst[j].top) {
-				rh_region_release_cold(h, r);
-				continue;
-			}
-			r->top = r->old_top = r->start + ev->dst[j].top;
-			r->starts_valid = 0; /* its tracer wrote the objects */
-			r->live_bytes = ev->dst[j].top;
-			r->live_known = 1;
-			r->ident++;
-			rh_swap_region_filled(h->swap, r->index, ev->dst[j].top);
-		}
-		pthread_mutex_unlock(&h->alloc_lock);
-		copied += ev->bytes_copied;
-		if (ev->remark_ns + ev->evac_ns > tracer_ns)
-			tracer_ns = ev->remark_ns + ev->evac_ns;
+		r->top = r->old_top = r->start + ev->dst[j].top;
+		r->starts_valid = 0; /* its tracer wrote the objects */
+		r->live_bytes = ev->dst[j].top;
+		r->live_known = 1;
+		r->ident++;
+		rh_swap_region_filled(h->swap, r->index, ev->dst[j].top);
 	}
+	pthread_mutex_unlock(&h->alloc_lock);
+	x->copied += ev->bytes_copied;
+	if (ev->remark_ns + ev->evac_ns > x->tracer_ns)
+		x->tracer_ns = ev->remark_ns + ev->evac_ns;
+}
 
-	/* References from outside the moved objects. */
-	fixed = 0;
-	size_t n_taken = 0;
-	uint64_t *taken = fix_remote(h, hosts, n_hosts, &n_taken);
-	for (size_t i = 0; i < h->n_tslots; i++)
-		fix_slot(h, h->tslots[i], true);
+/* The moved regions' remembered cards outside moved regions and not
+ * fixed by a tracer: fixed here, through the page cache. */
+static void fix_remembered_cards(rh_heap *h, const uint64_t *taken, size_t n_taken)
+{
 	for (uint32_t i = 0; i < h->n_regions; i++) {
 		rh_region *r = &h->regions[i];
 		if (h->offload[i] != RH_OFF_MOVED || !r->remset.cap)
@@ -744,9 +882,17 @@ static void run(rh_heap *h)
 				rh_card_slots(h, card, fix_visit, h);
 		}
 	}
-	for (size_t k = 0; k < n_hosts; k++)
-		for (size_t j = 0; res[k] && j < res[k]->n_pairs; j++) {
-			void **slot = (void **)(uintptr_t)res[k]->pairs[j].slot;
+}
+
+/* The moved objects' cross-region references (EVAC_REFS): each slot must
+ * lie in a destination its own tracer filled; filed, or fixed if it
+ * still refers into a moved region. */
+static void file_moved_refs(rh_heap *h, cssc_run *x)
+{
+	rh_error e;
+	for (size_t k = 0; k < x->n_hosts; k++)
+		for (size_t j = 0; x->res[k] && j < x->res[k]->n_pairs; j++) {
+			void **slot = (void **)(uintptr_t)x->res[k]->pairs[j].slot;
 			uint32_t si = rh_region_index(h, (uintptr_t)slot);
 			if (!rh_in_heap(h, (uintptr_t)slot) || h->offload[si] != RH_OFF_DEST ||
 			    rh_remote_host_of(h->remote, si) != k ||
@@ -755,17 +901,22 @@ static void run(rh_heap *h)
 				        &e, RH_EPEER,
 				        "%s reported a moved field at %p, outside the regions it "
 				        "filled",
-				        hosts[k].name, (void *)slot);
+				        x->hosts[k].name, (void *)slot);
 				rh_heap_fail(h, &e);
 			}
-			uintptr_t v = (uintptr_t)res[k]->pairs[j].value;
+			uintptr_t v = (uintptr_t)x->res[k]->pairs[j].value;
 			if (rh_is_ref(h, v) && h->offload[rh_region_index(h, v)] == RH_OFF_MOVED)
 				fix_slot(h, slot, true);
 			else
 				remember(h, slot, v);
-			pairs++;
+			x->pairs++;
 		}
+}
 
+/* The moved regions are freed on this side; every region stops being a
+ * candidate, source or destination. Returns the bytes freed. */
+static uint64_t free_moved(rh_heap *h)
+{
 	pthread_mutex_lock(&h->alloc_lock);
 	uint64_t freed = 0;
 	for (uint32_t i = 0; i < h->n_regions; i++) {
@@ -778,44 +929,65 @@ static void run(rh_heap *h)
 	pthread_mutex_unlock(&h->alloc_lock);
 	rh_remsets_drop_freed(h);
 	rh_region_flush_freed(h);
-	uint64_t ns = rh_now_ns() - t0;
-	if (copied > 65536)
-		h->cssc_ns_per_byte = 0.5 * h->cssc_ns_per_byte + 0.5 * (double)ns / (double)copied;
+	return freed;
+}
+
+static void account(rh_heap *h, const cssc_run *x, uint64_t ns, uint64_t freed)
+{
+	if (x->copied > 65536)
+		h->cssc.ns_per_byte = (1 - NS_PER_BYTE_WEIGHT) * h->cssc.ns_per_byte +
+		                      NS_PER_BYTE_WEIGHT * (double)ns / (double)x->copied;
 	rh_log(RH_LOG_DEBUG, "cssc",
 	       "tracers moved %llu regions (%llu KiB), %llu references fixed, %llu reported, "
 	       "%.1f ms in all (%.1f ns per byte moved; the slowest tracer's remark and copy "
 	       "%.1f ms)",
-	       (unsigned long long)moved, (unsigned long long)(copied >> 10),
-	       (unsigned long long)fixed, (unsigned long long)pairs, (double)ns / 1e6,
-	       copied ? (double)ns / (double)copied : 0.0, (double)tracer_ns / 1e6);
+	       (unsigned long long)x->moved, (unsigned long long)(x->copied >> 10),
+	       (unsigned long long)fixed, (unsigned long long)x->pairs, (double)ns / 1e6,
+	       x->copied ? (double)ns / (double)x->copied : 0.0, (double)x->tracer_ns / 1e6);
 	pthread_mutex_lock(&h->stats_lock);
 	h->stats.csscs++;
-	h->stats.regions_evacuated_remote += moved;
-	h->stats.bytes_copied_remote += copied;
+	h->stats.regions_evacuated_remote += x->moved;
+	h->stats.bytes_copied_remote += x->copied;
 	h->stats.remote_refs_fixed += fixed;
 	h->stats.bytes_freed += freed;
 	pthread_mutex_unlock(&h->stats_lock);
-	for (size_t k = 0; k < n_hosts; k++) {
-		free(src[k]);
-		free(dst[k]);
-	}
-	free(src);
-	free(dst);
-	free(n_src);
-	free(n_dst);
-	free(sent);
-	free(res);
-	free(targets);
+}
+
+/* The CSSC proper (docs/distributed-gc.md, steps 3-8): tracers remark and
+ * evacuate their chosen regions, every reference to what they moved is
+ * fixed, and the moved regions are freed. */
+static void run(rh_heap *h)
+{
+	uint64_t t0 = rh_now_ns();
+	cssc_run x;
+	run_init(h, &x);
+	for (size_t k = 0; k < x.n_hosts; k++)
+		send_evacuation(h, &x, k);
+	for (size_t k = 0; k < x.n_hosts; k++)
+		if (x.sent[k])
+			adopt_result(h, &x, k);
+	/* References from outside the moved objects (cssc.C3). */
+	fixed = 0;
+	size_t n_taken = 0;
+	uint64_t *taken = fix_remote(h, x.hosts, x.n_hosts, &n_taken);
+	for (size_t i = 0; i < h->cssc.n_tslots; i++)
+		fix_slot(h, h->cssc.tslots[i], true);
+	fix_remembered_cards(h, taken, n_taken);
+	file_moved_refs(h, &x);
 	free(taken);
+	uint64_t freed = free_moved(h);
+	account(h, &x, rh_now_ns() - t0, freed);
+	run_free(&x);
 }
 
 void rh_cssc_finish(rh_heap *h, rh_gc_kind kind)
 {
 	rh_emit(h, kind, RH_PHASE_REMOTE, 1);
+	/* cssc.C1: inside the pause; no mutator runs until it returns. */
 	if (h->offload_active)
 		run(h);
 	h->offload_active = false;
-	h->n_tslots = 0;
+	h->cssc.n_tslots = 0;
 	if (h->offload_on) {
 		publish(h, true);
 		uint64_t marked = rh_remote_marked_total(h->remote);
@@ -876,68 +1048,39 @@ static void full_conservative(void *ctx, uintptr_t w)
 		add_root(fr, obj); /* nothing moves in this collection: no pin needed */
 }
 
-uint64_t rh_cssc_full(rh_heap *h)
+/* Every root of the heap, as each host's list of addresses in its
+ * partition. */
+static void full_gather_roots(rh_heap *h, full_roots *fr, size_t n_hosts)
 {
-	rh_error e;
-	size_t n_hosts;
-	const rh_swap_host *hosts = rh_remote_hosts(h->remote, &n_hosts);
-	/* When each step ended, for the debug log: a full marking is the
-	 * longest pause a disaggregated heap takes, and its steps differ in
-	 * what they cost from one program to another. */
-	uint64_t t[7];
-	t[0] = rh_now_ns();
-	rh_emit(h, RH_GC_FULL, RH_PHASE_ROOTS, 1);
-	/* Eden grew since the last table: tracers parse regions up to top. */
-	publish(h, false);
-	full_roots fr = {.h = h};
-	fr.v = calloc(n_hosts, sizeof *fr.v);
-	fr.n = calloc(n_hosts, sizeof *fr.n);
-	fr.cap = calloc(n_hosts, sizeof *fr.cap);
-	if (!fr.v || !fr.n || !fr.cap)
+	*fr = (full_roots){.h = h};
+	fr->v = calloc(n_hosts, sizeof *fr->v);
+	fr->n = calloc(n_hosts, sizeof *fr->n);
+	fr->cap = calloc(n_hosts, sizeof *fr->cap);
+	if (!fr->v || !fr->n || !fr->cap)
 		rh_panic("collector: out of memory for roots");
 	for (rh_mutator *m = h->mutators; m; m = m->next)
-		rh_stack_scan(m, full_conservative, full_precise, &fr);
+		rh_stack_scan(m, full_conservative, full_precise, fr);
 	for (size_t i = 0; i < h->n_globals; i++)
-		full_precise(&fr, h->globals[i]);
-	rh_emit(h, RH_GC_FULL, RH_PHASE_ROOTS, 0);
+		full_precise(fr, h->globals[i]);
+}
 
-	/* Tracers mark current images: every dirty page goes back first. The
-	 * pages stay resident: a tracer writes only the regions where it
-	 * finds dead objects (fillers), and only those are dropped below, so
-	 * the pauses and the mutators after a full marking do not fault the
-	 * rest of the cache back in. */
-	t[1] = rh_now_ns();
-	rh_swap_stats s0, s1;
-	rh_swap_stats_get(h->swap, &s0);
-	rh_emit(h, RH_GC_FULL, RH_PHASE_MARK, 1);
-	for (uint32_t i = 0; i < h->n_regions; i++)
-		if (in_use(&h->regions[i]) && rh_swap_clean_region(h->swap, i, &e) != RH_OK)
-			rh_heap_fail(h, &e);
-	t[2] = rh_now_ns();
-	rh_swap_stats_get(h->swap, &s1);
-	uint64_t id = ++h->cssc_id;
-	if (rh_remote_full_begin(h->remote, id, &e) != RH_OK)
-		rh_heap_fail(h, &e);
+static void full_roots_free(full_roots *fr, size_t n_hosts)
+{
 	for (size_t k = 0; k < n_hosts; k++)
-		if (fr.n[k] && rh_remote_full_roots(h->remote, k, fr.v[k], fr.n[k], &e) != RH_OK)
-			rh_heap_fail(h, &e);
-	if (rh_remote_full_wait(h->remote, &e) != RH_OK)
-		rh_heap_fail(h, &e);
-	t[3] = rh_now_ns();
-	rh_emit(h, RH_GC_FULL, RH_PHASE_MARK, 0);
-	rh_emit(h, RH_GC_FULL, RH_PHASE_EVACUATE, 1);
-	rh_emit(h, RH_GC_FULL, RH_PHASE_EVACUATE, 0); /* nothing moves */
+		free(fr->v[k]);
+	free(fr->v);
+	free(fr->n);
+	free(fr->cap);
+}
 
-	/* Dead objects are fillers now; the remembered sets are rebuilt from
-	 * the live objects' cross-region references. */
-	rh_emit(h, RH_GC_FULL, RH_PHASE_FIXUP, 1);
-	rh_remote_full *f;
-	if (rh_remote_full_end(h->remote, &f, &e) != RH_OK)
-		rh_heap_fail(h, &e);
-	/* A region with anything dead in it got fillers on its host: its
-	 * resident pages are stale now and go before anything reads them (no
-	 * thread here touches the heap until then; the tracers never write a
-	 * region whose every object is live, nor a humongous one). */
+/* fullmark.M1: a region with anything dead in it got fillers on its host:
+ * its resident pages are stale now and go before anything reads them (no
+ * thread here touches the heap until then; the tracers never write a
+ * region whose every object is live, nor a humongous one). Returns how
+ * many regions' pages went. */
+static uint64_t full_drop_filled(rh_heap *h, const rh_remote_full *f)
+{
+	rh_error e;
 	uint64_t dropped = 0;
 	for (uint32_t i = 0; i < h->n_regions; i++) {
 		rh_region *r = &h->regions[i];
@@ -948,7 +1091,14 @@ uint64_t rh_cssc_full(rh_heap *h)
 			rh_heap_fail(h, &e);
 		dropped++;
 	}
-	t[4] = rh_now_ns();
+	return dropped;
+}
+
+/* Every region in use must have been reported; the remembered sets are
+ * rebuilt from the live objects' cross-region references. */
+static void full_rebuild_remsets(rh_heap *h, const rh_remote_full *f, const rh_swap_host *hosts)
+{
+	rh_error e;
 	for (uint32_t i = 0; i < h->n_regions; i++) {
 		rh_remset_free(&h->regions[i].remset);
 		if (in_use(&h->regions[i]) && h->regions[i].kind != RH_REGION_HUMONGOUS_CONT &&
@@ -968,11 +1118,15 @@ uint64_t rh_cssc_full(rh_heap *h)
 		if (rh_is_ref(h, v) && rh_region_index(h, slot) != rh_region_index(h, v))
 			rh_remember(h, slot, v);
 	}
-	t[5] = rh_now_ns();
-	rh_emit(h, RH_GC_FULL, RH_PHASE_FIXUP, 0);
+}
 
-	rh_emit(h, RH_GC_FULL, RH_PHASE_RECLAIM, 1);
-	uint64_t live_total = 0, freed = 0;
+/* Regions with nothing live are freed, the rest are old with their
+ * reported live bytes; no copy destination survives. Returns the live
+ * bytes; *freed the bytes freed. */
+static uint64_t full_reclaim(rh_heap *h, const rh_remote_full *f, uint64_t *freed)
+{
+	uint64_t live_total = 0;
+	*freed = 0;
 	pthread_mutex_lock(&h->alloc_lock);
 	for (uint32_t i = 0; i < h->n_regions; i++) {
 		rh_region *r = &h->regions[i];
@@ -981,7 +1135,7 @@ uint64_t rh_cssc_full(rh_heap *h)
 		uint64_t live = f->live[i];
 		live_total += live;
 		if (!live) {
-			freed += (r->kind == RH_REGION_HUMONGOUS ? r->span : 1) * h->region_size;
+			*freed += (r->kind == RH_REGION_HUMONGOUS ? r->span : 1) * h->region_size;
 			if (r->kind == RH_REGION_HUMONGOUS)
 				rh_region_release(h, r);
 			else
@@ -1012,6 +1166,67 @@ uint64_t rh_cssc_full(rh_heap *h)
 		cards += h->regions[i].remset.n_cards;
 	h->remset_cards = cards;
 	rh_region_flush_freed(h);
+	return live_total;
+}
+
+uint64_t rh_cssc_full(rh_heap *h)
+{
+	rh_error e;
+	size_t n_hosts;
+	const rh_swap_host *hosts = rh_remote_hosts(h->remote, &n_hosts);
+	/* When each step ended, for the debug log: a full marking is the
+	 * longest pause a disaggregated heap takes, and its steps differ in
+	 * what they cost from one program to another. */
+	uint64_t t[7];
+	t[0] = rh_now_ns();
+	rh_emit(h, RH_GC_FULL, RH_PHASE_ROOTS, 1);
+	/* Eden grew since the last table: tracers parse regions up to top. */
+	publish(h, false);
+	full_roots fr;
+	full_gather_roots(h, &fr, n_hosts);
+	rh_emit(h, RH_GC_FULL, RH_PHASE_ROOTS, 0);
+
+	/* Tracers mark current images: every dirty page goes back first. The
+	 * pages stay resident: a tracer writes only the regions where it
+	 * finds dead objects (fillers), and only those are dropped below, so
+	 * the pauses and the mutators after a full marking do not fault the
+	 * rest of the cache back in. */
+	t[1] = rh_now_ns();
+	rh_swap_stats s0, s1;
+	rh_swap_stats_get(h->swap, &s0);
+	rh_emit(h, RH_GC_FULL, RH_PHASE_MARK, 1);
+	for (uint32_t i = 0; i < h->n_regions; i++)
+		if (in_use(&h->regions[i]) && rh_swap_clean_region(h->swap, i, &e) != RH_OK)
+			rh_heap_fail(h, &e);
+	t[2] = rh_now_ns();
+	rh_swap_stats_get(h->swap, &s1);
+	uint64_t id = ++h->cssc.id;
+	if (rh_remote_full_begin(h->remote, id, &e) != RH_OK)
+		rh_heap_fail(h, &e);
+	for (size_t k = 0; k < n_hosts; k++)
+		if (fr.n[k] && rh_remote_full_roots(h->remote, k, fr.v[k], fr.n[k], &e) != RH_OK)
+			rh_heap_fail(h, &e);
+	if (rh_remote_full_wait(h->remote, &e) != RH_OK)
+		rh_heap_fail(h, &e);
+	t[3] = rh_now_ns();
+	rh_emit(h, RH_GC_FULL, RH_PHASE_MARK, 0);
+	rh_emit(h, RH_GC_FULL, RH_PHASE_EVACUATE, 1);
+	rh_emit(h, RH_GC_FULL, RH_PHASE_EVACUATE, 0); /* nothing moves */
+
+	/* Dead objects are fillers now. */
+	rh_emit(h, RH_GC_FULL, RH_PHASE_FIXUP, 1);
+	rh_remote_full *f;
+	if (rh_remote_full_end(h->remote, &f, &e) != RH_OK)
+		rh_heap_fail(h, &e);
+	uint64_t dropped = full_drop_filled(h, f);
+	t[4] = rh_now_ns();
+	full_rebuild_remsets(h, f, hosts);
+	t[5] = rh_now_ns();
+	rh_emit(h, RH_GC_FULL, RH_PHASE_FIXUP, 0);
+
+	rh_emit(h, RH_GC_FULL, RH_PHASE_RECLAIM, 1);
+	uint64_t freed;
+	uint64_t live_total = full_reclaim(h, f, &freed);
 	t[6] = rh_now_ns();
 	rh_log(RH_LOG_DEBUG, "cssc",
 	       "full marking took %.1f ms: roots %.1f, write-back %.1f (%llu MiB), "
@@ -1034,10 +1249,6 @@ uint64_t rh_cssc_full(rh_heap *h)
 	h->stats.full_collections_remote++;
 	pthread_mutex_unlock(&h->stats_lock);
 	rh_emit(h, RH_GC_FULL, RH_PHASE_RECLAIM, 0);
-	for (size_t k = 0; k < n_hosts; k++)
-		free(fr.v[k]);
-	free(fr.v);
-	free(fr.n);
-	free(fr.cap);
+	full_roots_free(&fr, n_hosts);
 	return live_total;
 }

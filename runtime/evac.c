@@ -87,6 +87,7 @@ static void unbump(rh_heap *h, uintptr_t to, size_t bytes)
 	rh_region *d = rh_region_of(h, to);
 	d->top -= bytes;
 	d->live_bytes -= bytes;
+	/* evac.P1: a lost copy's bytes stay zero-tracked. */
 	if (to + bytes > d->dirty_end)
 		d->dirty_end = to + bytes;
 }
@@ -94,9 +95,9 @@ static void unbump(rh_heap *h, uintptr_t to, size_t bytes)
 static int64_t take_dest(rh_gcw *w, rh_region_kind kind)
 {
 	if (!par(w))
-		return rh_region_take_dest(w->h, kind);
+		return rh_region_take(w->h, kind);
 	pthread_mutex_lock(&w->h->alloc_lock);
-	int64_t i = rh_region_take_dest(w->h, kind);
+	int64_t i = rh_region_take(w->h, kind);
 	pthread_mutex_unlock(&w->h->alloc_lock);
 	return i;
 }
@@ -167,6 +168,7 @@ static uintptr_t surv_alloc(rh_gcw *w, size_t bytes, uint32_t age)
 	if (!p)
 		return dest_alloc(w, bytes); /* no room to age: promote */
 	if (*cur != before) {
+		/* evac.P5: the survivor bound is bumped atomically. */
 		__atomic_fetch_add(&h->surv_taken, 1, __ATOMIC_RELAXED);
 		h->regions[*cur - 1].survivals = age;
 	}
@@ -261,6 +263,7 @@ static inline void remember_w(rh_gcw *w, void **slot, uintptr_t v)
 		remember(h, slot, v);
 		return;
 	}
+	/* evac.P6: listed here, filed by the collecting thread after the pass. */
 	if (rh_is_ref(h, v) && (needs_entry(h, slot, v) || rh_cssc_cand(h, v)))
 		defer_remember(w, slot, v);
 }
@@ -285,6 +288,7 @@ static inline bool bit_claim(rh_gcw *w, size_t bit)
 	}
 	if (__atomic_load_n(word, __ATOMIC_RELAXED) & m)
 		return false;
+	/* evac.P3: only the worker that sets the bit scans the object. */
 	return !(__atomic_fetch_or(word, m, __ATOMIC_RELAXED) & m);
 }
 
@@ -463,6 +467,7 @@ static uintptr_t keep(rh_gcw *w, uintptr_t obj, uint64_t hd)
 	/* (Regions in place from the start move nothing: no claim.) */
 	if (par(w) && !(hd & RH_GC_PINNED) && set_state(w->h, obj) == RH_MOVING) {
 		uint64_t cur = hd;
+		/* evac.P2: a kept object is claimed by pinning its header. */
 		if (!__atomic_compare_exchange_n((uint64_t *)obj, &cur, hd | RH_GC_PINNED, false,
 		                                 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
 			if (rh_hdr_is_fwd(cur))
@@ -489,6 +494,7 @@ static inline uintptr_t move(rh_gcw *w, uintptr_t obj, uint64_t hd)
 				*(uint64_t *)obj = (uint64_t)to | RH_HDR_FWD;
 			} else {
 				uint64_t cur = hd;
+				/* evac.P1: one swap from the header read to the forwarding address. */
 				if (!__atomic_compare_exchange_n(
 				            (uint64_t *)obj, &cur, (uint64_t)to | RH_HDR_FWD, false,
 				            __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
@@ -521,9 +527,34 @@ static inline uintptr_t move(rh_gcw *w, uintptr_t obj, uint64_t hd)
 static __attribute__((noinline)) void share(rh_gcw *w)
 {
 	size_t k = w->n_slots / 2;
+	/* evac.P4, evac.P7: slots change workers only through the pool. */
 	rh_pool_give(w->pool, w->slots, k);
 	memmove(w->slots, w->slots + k, (w->n_slots - k) * sizeof *w->slots);
 	w->n_slots -= k;
+}
+
+/* Slots listed from cards and roots lie in objects long out of the cache
+ * by the time they are popped, and so do their targets: each pop would
+ * wait for two misses in turn. Two stages ahead of the pop, as in Cher,
+ * Hosking and Vijaykumar's buffered prefetching: the slot AHEAD_SLOT
+ * entries on is fetched, and the target of the one AHEAD_TARGET on (its
+ * slot fetched earlier) is asked for. Entries pushed meanwhile only delay
+ * the ones fetched; the order of copying is unchanged. */
+#define AHEAD_TARGET 4
+#define AHEAD_SLOT 8
+static inline void lookahead(rh_gcw *w, bool bfs)
+{
+	size_t left = bfs ? w->n_slots - w->head : w->n_slots;
+	if (left > AHEAD_SLOT)
+		__builtin_prefetch(bfs ? w->slots[w->head + AHEAD_SLOT]
+		                       : w->slots[w->n_slots - 1 - AHEAD_SLOT]);
+	if (left > AHEAD_TARGET) {
+		void **s = bfs ? w->slots[w->head + AHEAD_TARGET]
+		               : w->slots[w->n_slots - 1 - AHEAD_TARGET];
+		uintptr_t v = __atomic_load_n((uintptr_t *)s, __ATOMIC_RELAXED);
+		if (set_state(w->h, v) == RH_MOVING)
+			__builtin_prefetch((void *)v, 1);
+	}
 }
 
 /* Objects kept in place are scanned in no particular order, so their
@@ -575,6 +606,7 @@ static bool drain(rh_gcw *w)
 			}
 			return false;
 		}
+		lookahead(w, bfs);
 		slot = bfs ? w->slots[w->head++] : w->slots[--w->n_slots];
 		uintptr_t v = __atomic_load_n((uintptr_t *)slot, __ATOMIC_RELAXED);
 		/* A slot listed twice (a frame slot seen from two frames) was
@@ -605,6 +637,7 @@ static void work(void *arg, unsigned id)
 	void **got[TAKE_MAX];
 	for (;;) {
 		drain(w);
+		/* evac.P7: returns 0 once every worker waits on an empty pool. */
 		size_t k = rh_pool_take(&ps->pool, got, TAKE_MAX);
 		if (!k)
 			break;

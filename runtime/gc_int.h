@@ -37,7 +37,7 @@ typedef struct rh_gc {
 } rh_gc;
 
 /* A heap slot's new value. A concurrent marker may be reading old
- * objects' fields during a partial pause (docs/collector.md, C1): the
+ * objects' fields during a partial pause (docs/collector.md, cmark.C1): the
  * store is atomic, which costs nothing more than a plain one on x86-64. */
 static inline void rh_slot_set(void **slot, uintptr_t v)
 {
@@ -47,6 +47,14 @@ static inline void rh_slot_set(void **slot, uintptr_t v)
 /* A slot outside the set (frame, global, remembered card) holding a
  * reference into it. */
 void rh_gc_root_slot(rh_gc *g, void **slot);
+/* rh_gc_root_slot's common case inline: a one-pass work list with room. */
+static inline void rh_gc_root_slot_fast(rh_gc *g, void **slot)
+{
+	if (g->one_pass && g->n_slots < g->cap_slots)
+		g->slots[g->n_slots++] = slot;
+	else
+		rh_gc_root_slot(g, slot);
+}
 /* A conservatively referenced (pinned) object inside the set. */
 void rh_gc_root_object(rh_gc *g, uintptr_t obj);
 

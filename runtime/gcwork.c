@@ -145,7 +145,7 @@ size_t rh_pool_take(rh_pool *p, void ***out, size_t max)
 	p->idle++;
 	while (p->n == 0 && !p->done) {
 		if (p->idle == p->workers) {
-			/* Every worker is here with nothing: none holds work or
+			/* evac.P7: every worker is here with nothing: none holds work or
 			 * can make more. */
 			p->done = true;
 			pthread_cond_broadcast(&p->cond);

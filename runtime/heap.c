@@ -121,9 +121,7 @@ static int open_remote(rh_heap *h, rh_error *err)
 	                   .fatal = heap_fatal,
 	                   .fatal_data = h};
 	h->offload_on = h->cfg.offload;
-	/* Until measured: a CSSC took 3-13 ns per byte moved in listscan at 25 %
-	 * cache, 27-77 in lru (docs/distributed-gc.md, CSSC step 2). */
-	h->cssc_ns_per_byte = 20.0;
+	rh_cssc_init(h);
 	return rh_swap_open(&so, &h->swap, err);
 }
 
@@ -268,7 +266,7 @@ void rh_heap_close(rh_heap *h)
 	free(h->regions);
 	free(h->in_cset);
 	free(h->offload);
-	free(h->tslots);
+	rh_cssc_fini(h);
 	free(h->free_list);
 	free(h->globals);
 	free(h->ranges);

@@ -29,6 +29,7 @@
 #include "gc/types.h"
 #include "rheap/rheap.h"
 #include "runtime/cmark.h"
+#include "runtime/cssc.h"
 #include "runtime/gcwork.h"
 #include "runtime/remote.h"
 #include "runtime/sizing.h"
@@ -182,11 +183,7 @@ struct rh_heap {
 	bool offload_on;
 	bool offload_active; /* this pause has tracer candidates */
 	uint8_t *offload;    /* per region: RH_OFF_* */
-	void ***tslots;      /* slots holding references into candidates */
-	size_t n_tslots, cap_tslots;
-	double cssc_ns_per_byte; /* a CSSC's measured time per byte its tracers copy */
-	uint64_t cssc_id;
-	uint64_t remote_marked_seen; /* MARKED entries already counted in stats */
+	rh_cssc cssc;        /* the rest of its state (cssc.h) */
 };
 
 enum { RH_OFF_NONE = 0, RH_OFF_CAND = 1, RH_OFF_MOVED = 2, RH_OFF_DEST = 3 };
@@ -213,11 +210,11 @@ static inline bool rh_is_ref(const rh_heap *h, uintptr_t v)
 {
 	return (v & 7) == 0 && v - h->base < h->size;
 }
-/* Take a free region (alloc_lock held); -1 if none. Eden and humongous
- * regions come back zeroed. */
+/* Take a free region, a warm one first (alloc_lock held, or the world
+ * stopped); -1 if none. Not zeroed: [start, dirty_end) may hold old bytes.
+ * A copy destination is never read past its top; eden zeroes each chunk
+ * it carves, outside alloc_lock (alloc.P1). */
 int64_t rh_region_take(rh_heap *h, rh_region_kind kind);
-/* The same for a copy destination: not zeroed (never read past its top). */
-int64_t rh_region_take_dest(rh_heap *h, rh_region_kind kind);
 /* A free region among [lo, lo + n) that is not warm, for a tracer's
  * evacuation (alloc_lock held); -1 if none. */
 int64_t rh_region_take_in(rh_heap *h, uint32_t lo, uint32_t n, rh_region_kind kind);
@@ -259,6 +256,34 @@ void rh_region_build_starts(rh_heap *h, rh_region *r);
 /* The object containing address a in region r (starts must be valid), or 0. */
 uintptr_t rh_region_object_at(rh_heap *h, rh_region *r, uintptr_t a);
 
+/* rh_cards_slots, inline: a pause's card scan passes its own static fn,
+ * which the compiler then inlines into the walk (most cards hold a few
+ * small objects with a field or two each: a call per field cost more than
+ * the field). */
+static inline void rh_cards_slots_inline(rh_heap *h, uint64_t first, uint64_t n, rh_slot_fn fn,
+                                         void *ctx)
+{
+	uintptr_t lo = h->base + (first << RH_CARD_SHIFT), hi = lo + (n << RH_CARD_SHIFT);
+	rh_region *sr = rh_region_of(h, lo);
+	if (sr->kind == RH_REGION_FREE)
+		return;
+	sr = rh_region_head(h, sr);
+	if (sr->kind == RH_REGION_HUMONGOUS) {
+		rh_object_slots_in_inline(&h->types, sr->start, lo, hi, fn, ctx);
+		return;
+	}
+	if (!sr->starts_valid)
+		rh_region_build_starts(h, sr);
+	uintptr_t p = rh_region_object_at(h, sr, lo);
+	if (!p)
+		p = lo; /* the run starts at an object boundary or past top */
+	while (p < hi && p < sr->top) {
+		size_t bytes = rh_hdr_bytes(rh_hdr((void *)p));
+		rh_object_slots_in_inline(&h->types, p, lo, hi, fn, ctx);
+		p += bytes;
+	}
+}
+
 /* ---- mutators and safepoints (mutator.c, stack.c) ---- */
 /* Stop the world with the calling thread as collector: true. If another
  * thread is collecting, wait for it to finish (as a stopped mutator) and
@@ -289,13 +314,7 @@ int rh_collect_for_alloc(rh_heap *h, rh_mutator *self, int full);
 size_t rh_verify_heap(rh_heap *h);
 void rh_emit(rh_heap *h, rh_gc_kind kind, rh_phase ph, int begin);
 
-/* ---- distributed collection (cssc.c) ---- */
-/* Choose the regions tracers will evacuate in this partial pause. */
-void rh_cssc_choose(rh_heap *h);
-/* After the CPU server's own collection: tracers remark and evacuate the
- * chosen regions, references to them are fixed, and every tracer gets the
- * new region table and roots for concurrent marking. */
-void rh_cssc_finish(rh_heap *h, rh_gc_kind kind);
+/* ---- distributed collection (cssc.h) ---- */
 /* Whether region i receives promoted objects (some copying thread's
  * destination), and forgetting it as one. */
 static inline bool rh_is_dest(const rh_heap *h, uint32_t i)
@@ -316,12 +335,6 @@ static inline bool rh_cssc_cand(const rh_heap *h, uintptr_t v)
 {
 	return h->offload_active && rh_is_ref(h, v) && h->offload[rh_region_index(h, v)];
 }
-void rh_cssc_note(rh_heap *h, void **slot);
-/* A full collection by the tracers: they mark the whole heap together and
- * turn dead objects into fillers; empty regions are freed. Returns the live
- * bytes. Nothing moves and no page is pulled in. */
-uint64_t rh_cssc_full(rh_heap *h);
-void rh_cssc_drop(rh_heap *h, uint32_t region);
 
 /* ---- stats (stats.c) ---- */
 void rh_stats_record_pause(rh_heap *h, rh_gc_kind kind, uint64_t ns);

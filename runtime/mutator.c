@@ -160,6 +160,7 @@ void rh_mutator_unpark(rh_mutator *m)
 	RH_CHECK(m->state == RH_M_PARKED, "rh_mutator_unpark: mutator %p is not parked", (void *)m);
 	rh_heap *h = m->heap;
 	pthread_mutex_lock(&h->lock);
+	/* stw.S1: no RUNNING mutator while a collector is active. */
 	while (h->stw_active)
 		pthread_cond_wait(&h->cond, &h->lock);
 	m->state = RH_M_RUNNING;
@@ -173,6 +174,7 @@ void rh_safepoint_slow(rh_mutator *m)
 	rh_heap *h = m->heap;
 	rh_stack_capture(m);
 	pthread_mutex_lock(&h->lock);
+	/* stw.S1: a polling mutator stops until the collector is done. */
 	if (h->stw_active) {
 		m->state = RH_M_STOPPED;
 		pthread_cond_broadcast(&h->cond);
@@ -203,6 +205,7 @@ bool rh_stw_begin(rh_heap *h, rh_mutator *self)
 		pthread_mutex_unlock(&h->lock);
 		return false;
 	}
+	/* stw.S2: tested and set under heap->lock, so one collector. */
 	h->stw_active = true;
 	if (self)
 		self->state = RH_M_COLLECTING;

@@ -42,10 +42,10 @@ static void set_kind(rh_heap *h, rh_region *r, rh_region_kind kind)
 	}
 }
 
-/* Invariant: bytes of a region at or past dirty_end are zero. Eden (TLABs
- * hand out zeroed memory) and humongous objects need zeroed regions;
- * survivor regions are written by copying and never read past their top,
- * so they may start dirty. */
+/* Invariant: bytes of a region at or past dirty_end are zero. Humongous
+ * objects need zeroed regions (zeroed here); eden's chunks are zeroed as
+ * they are carved (alloc.P1); survivor regions are written by copying and
+ * never read past their top, so they may start dirty. */
 static void make_zero(rh_heap *h, rh_region *r)
 {
 	if (r->dirty_end > r->start)
@@ -57,20 +57,40 @@ static void make_zero(rh_heap *h, rh_region *r)
 	}
 }
 
-static int64_t take(rh_heap *h, rh_region_kind kind, bool zero, bool warm_first);
+static int64_t take(rh_heap *h, rh_region_kind kind, bool warm_first);
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
+#endif
+
+/* region.P2: a local heap maps a region's missing pages in one call when
+ * the region is taken, instead of one page fault per 4 KiB as it is first
+ * written: a fault costs microseconds (more under a hypervisor), and a
+ * copy destination's fall inside the pause. The region is about to be
+ * written whole (eden, a copy destination, a humongous object), so the
+ * memory held is what the faults would have mapped. Pages below dirty_end
+ * are mapped already. A disaggregated heap's pages are the pager's
+ * (userfaultfd): never populated here. Older kernels refuse the advice;
+ * the pages then fault in as before. */
+static void populate(const rh_heap *h, rh_region *r)
+{
+	uintptr_t end = r->start + h->region_size;
+	if (h->swap || r->mapped || r->dirty_end >= end)
+		return;
+	/* Asking again for pages already there walks them all: a warm
+	 * region is taken many times between two drops. */
+	uintptr_t from = r->dirty_end & ~(uintptr_t)4095;
+	if (madvise((void *)from, end - from, MADV_POPULATE_WRITE) == 0)
+		r->mapped = 1;
+}
 
 int64_t rh_region_take(rh_heap *h, rh_region_kind kind)
 {
-	return take(h, kind, kind != RH_REGION_OLD, true);
-}
-
-int64_t rh_region_take_dest(rh_heap *h, rh_region_kind kind)
-{
-	return take(h, kind, false, true);
+	return take(h, kind, true);
 }
 
 /* The free list's top region, or a warm one first if warm_first. */
-static int64_t take(rh_heap *h, rh_region_kind kind, bool zero, bool warm_first)
+static int64_t take(rh_heap *h, rh_region_kind kind, bool warm_first)
 {
 	if (h->n_free == 0)
 		return -1;
@@ -89,13 +109,12 @@ static int64_t take(rh_heap *h, rh_region_kind kind, bool zero, bool warm_first)
 	}
 	uint32_t i = h->free_list[--h->n_free];
 	rh_region *r = &h->regions[i];
-	if (zero) {
-		make_zero(h, r);
-	} else if (r->warm) {
+	if (r->warm) {
 		r->warm = 0; /* dirty_end stays: the bytes are still there */
 		h->n_warm--;
 	}
 	r->dropping = 0; /* region.P1: its bytes stay, below dirty_end */
+	populate(h, r);
 	r->top = r->old_top = r->start;
 	r->live_bytes = 0;
 	r->live_known = 0;
@@ -114,7 +133,7 @@ int64_t rh_region_take_in(rh_heap *h, uint32_t lo, uint32_t n, rh_region_kind ki
 		if (idx - lo < n && !h->regions[idx].warm) {
 			h->free_list[k] = h->free_list[h->n_free - 1];
 			h->free_list[h->n_free - 1] = idx;
-			return take(h, kind, false, false);
+			return take(h, kind, false);
 		}
 	}
 	return -1;
@@ -145,6 +164,8 @@ int64_t rh_region_take_span(rh_heap *h, uint32_t n)
 		for (uint32_t j = first; j <= i; j++) {
 			rh_region *r = &h->regions[j];
 			make_zero(h, r);
+			r->dropping = 0; /* region.P1 */
+			populate(h, r);
 			r->top = r->old_top = r->start;
 			r->live_bytes = 0;
 			r->live_known = 0;
@@ -218,8 +239,10 @@ static void drop_run(rh_heap *h, uint32_t from, uint32_t to)
 			       from, strerror(errno));
 		to = from; /* nothing dropped */
 	}
-	for (uint32_t i = from; i < to; i++)
+	for (uint32_t i = from; i < to; i++) {
 		h->regions[i].dirty_end = h->regions[i].start;
+		h->regions[i].mapped = 0;
+	}
 }
 
 /* region.P1: a local heap returns freed regions' pages once per pause, a
@@ -324,25 +347,7 @@ uintptr_t rh_region_object_at(rh_heap *h, rh_region *r, uintptr_t a)
 
 void rh_cards_slots(rh_heap *h, uint64_t first, uint64_t n, rh_slot_fn fn, void *ctx)
 {
-	uintptr_t lo = h->base + (first << RH_CARD_SHIFT), hi = lo + (n << RH_CARD_SHIFT);
-	rh_region *sr = rh_region_of(h, lo);
-	if (sr->kind == RH_REGION_FREE)
-		return;
-	sr = rh_region_head(h, sr);
-	if (sr->kind == RH_REGION_HUMONGOUS) {
-		rh_object_slots_in(&h->types, sr->start, lo, hi, fn, ctx);
-		return;
-	}
-	if (!sr->starts_valid)
-		rh_region_build_starts(h, sr);
-	uintptr_t p = rh_region_object_at(h, sr, lo);
-	if (!p)
-		p = lo; /* the run starts at an object boundary or past top */
-	while (p < hi && p < sr->top) {
-		size_t bytes = rh_hdr_bytes(rh_hdr((void *)p));
-		rh_object_slots_in(&h->types, p, lo, hi, fn, ctx);
-		p += bytes;
-	}
+	rh_cards_slots_inline(h, first, n, fn, ctx);
 }
 
 void rh_card_slots(rh_heap *h, uint64_t card, rh_slot_fn fn, void *ctx)

@@ -7,6 +7,11 @@
  * an ERROR is lost, and the heap's fatal handler is called with a message
  * naming it. Hosts, in turn, drop a CPU server that is silent for
  * timeout_ms, so the pings also keep them alive.
+ *
+ * Seam: tests/fuzz/fuzz_remote.c compiles this file into its harness and
+ * calls on_message() on an rh_remote it builds by hand, with the transport
+ * calls stubbed; on_message must keep depending only on the struct and on
+ * rh_tp_send (for relays).
  */
 #include <poll.h>
 #include <stdio.h>
@@ -111,6 +116,147 @@ static int relay(rh_remote *r, size_t i, rh_msg *m, size_t len)
 }
 
 /* Handle one message from host i (monitor thread). 0, or -1 if lost. */
+/* The handlers of on_message, one per message a tracer sends, called
+ * under r->lock: each returns NULL, or why host i broke the protocol. */
+
+static const char *on_marked(rh_remote *r, size_t i, const rh_msg *m)
+{
+	const rh_partition *p = &r->hosts[i].part;
+	for (uint32_t k = 0; k < m->u.marked.n; k++) {
+		rh_marked_desc d;
+		rh_msg_marked_get(&m->u.marked, k, &d);
+		if (d.region - p->first_region >= p->n_regions)
+			return "MARKED names a region outside its partition";
+		r->marked[d.region] = d;
+		r->has_marked[d.region] = 1;
+		r->n_marked++;
+	}
+	return NULL;
+}
+
+static const char *on_mark_ack(rh_remote *r, size_t i, const rh_msg *m)
+{
+	if (!r->full.active || m->u.mark_ack.batches > r->full.outstanding[i])
+		return "MARK_ACK for batches never sent";
+	r->full.outstanding[i] -= m->u.mark_ack.batches;
+	pthread_cond_broadcast(&r->cond);
+	return NULL;
+}
+
+static const char *on_full_done(rh_remote *r, size_t i, const rh_msg *m)
+{
+	rh_remote_full *f = &r->full;
+	const rh_partition *p = &r->hosts[i].part;
+	if (!f->active || m->u.full_done.id != f->id || f->done[i])
+		return "FULL_DONE for no full marking in progress";
+	const char *bad = NULL;
+	for (uint32_t k = 0; k < m->u.full_done.n; k++) {
+		rh_region_live rl;
+		rh_msg_full_done_get(&m->u.full_done, k, &rl);
+		if (rl.region - p->first_region >= p->n_regions) {
+			bad = "FULL_DONE names a region outside its partition";
+			break;
+		}
+		f->live[rl.region] = rl.live_bytes;
+		f->reported[rl.region] = 1;
+	}
+	if (m->u.full_done.flags & RH_FULL_DONE_LAST) {
+		f->done[i] = true;
+		f->bytes_marked += m->u.full_done.bytes_marked;
+		f->mark_ns += m->u.full_done.mark_ns;
+		pthread_cond_broadcast(&r->cond);
+	}
+	return bad;
+}
+
+/* EVAC_REFS' pairs appended to *pairs. Not rh_grow: running out here ends
+ * the heap the way every failure on this connection does (lose(), the
+ * fatal handler naming the tracer), not by abort(). */
+static const char *append_pairs(rh_ref_pair **pairs, size_t *n, size_t *cap,
+                                const rh_msg_evac_refs *er)
+{
+	rh_ref_pair *pp = rh_grow_try(*pairs, cap, *n + er->n, sizeof *pp, 4096);
+	if (!pp)
+		return "out of memory for EVAC_REFS";
+	*pairs = pp;
+	for (uint32_t k = 0; k < er->n; k++)
+		rh_msg_evac_refs_get(er, k, &pp[(*n)++]);
+	return NULL;
+}
+
+/* For the full marking in progress, or for host i's EVACUATE. */
+static const char *on_evac_refs(rh_remote *r, size_t i, const rh_msg *m)
+{
+	rh_remote_full *f = &r->full;
+	rh_remote_evac *ev = &r->evac[i];
+	if (f->active && m->u.evac_refs.id == f->id)
+		return append_pairs(&f->pairs, &f->n_pairs, &f->cap_pairs, &m->u.evac_refs);
+	if (!ev->want || ev->done || m->u.evac_refs.id != ev->id)
+		return "EVAC_REFS for no EVACUATE in progress";
+	return append_pairs(&ev->pairs, &ev->n_pairs, &ev->cap_pairs, &m->u.evac_refs);
+}
+
+static const char *on_cards_fixed(rh_remote *r, size_t i, const rh_msg *m)
+{
+	rh_remote_fix *fx = &r->fix[i];
+	const rh_msg_cards_fixed *cf = &m->u.cards_fixed;
+	const rh_partition *p = &r->hosts[i].part;
+	const char *bad = NULL;
+	if (!fx->outstanding || cf->id != fx->id)
+		return "CARDS_FIXED for no FIX_CARDS in progress";
+	rh_fix_ent *grown = rh_grow_try(fx->ents, &fx->cap, fx->n + cf->n, sizeof *grown, 1024);
+	if (!grown)
+		return "out of memory for CARDS_FIXED";
+	fx->ents = grown;
+	for (uint32_t k = 0; k < cf->n && !bad; k++) {
+		rh_fix_ent fe;
+		rh_msg_cards_fixed_get(cf, k, &fe);
+		if (fe.addr - p->base >= p->size ||
+		    (fe.kind == RH_FIX_REF && fe.region - p->first_region >= p->n_regions))
+			bad = "CARDS_FIXED names an address or region outside its partition";
+		fx->ents[fx->n++] = fe;
+	}
+	if (!bad && (cf->flags & RH_CARDS_FIXED_LAST)) {
+		fx->outstanding--;
+		pthread_cond_broadcast(&r->cond);
+	}
+	return bad;
+}
+
+static const char *on_evacuated(rh_remote *r, size_t i, const rh_msg *m)
+{
+	rh_remote_evac *ev = &r->evac[i];
+	const rh_msg_evacuated *ed = &m->u.evacuated;
+	const char *bad = NULL;
+	if (!ev->want || ev->done || ed->id != ev->id || ed->n_src != ev->n_src ||
+	    ed->n_dst != ev->n_dst)
+		return "EVACUATED does not answer the EVACUATE in progress";
+	for (uint32_t k = 0; k < ed->n_src && !bad; k++) {
+		rh_evac_src s;
+		rh_msg_evacuated_src(ed, k, &s);
+		if (s.region != ev->src[k].region)
+			bad = "EVACUATED lists other source regions than asked";
+		ev->src[k] = s;
+	}
+	for (uint32_t k = 0; k < ed->n_dst && !bad; k++) {
+		rh_evac_dst d;
+		rh_msg_evacuated_dst(ed, k, &d);
+		if (d.region != ev->dst[k].region)
+			bad = "EVACUATED lists other destination regions than granted";
+		else if (d.top > r->cfg->region_size)
+			bad = "EVACUATED gives a destination top past its region";
+		ev->dst[k] = d;
+	}
+	ev->remark_ns = ed->remark_ns;
+	ev->evac_ns = ed->evac_ns;
+	ev->bytes_copied = ed->bytes_copied;
+	ev->objects_copied = ed->objects_copied;
+	ev->pages_rescanned = ed->pages_rescanned;
+	ev->done = true;
+	pthread_cond_broadcast(&r->cond);
+	return bad;
+}
+
 static int on_message(rh_remote *r, size_t i, size_t len)
 {
 	rh_msg m;
@@ -123,159 +269,34 @@ static int on_message(rh_remote *r, size_t i, size_t len)
 		lose(r, i, m.u.error.text);
 		return -1;
 	}
-	const char *bad = NULL;
 	if (m.type == RH_MSG_MARK_REFS)
 		return relay(r, i, &m, len);
+	const char *bad = NULL;
 	pthread_mutex_lock(&r->lock);
 	r->last_heard[i] = rh_now_ns();
-	rh_remote_evac *ev = &r->evac[i];
 	switch (m.type) {
 	case RH_MSG_FREE_OK:
 		r->free_acked[i] = m.seq;
 		pthread_cond_broadcast(&r->cond);
 		break;
 	case RH_MSG_MARKED:
-		for (uint32_t k = 0; k < m.u.marked.n && !bad; k++) {
-			rh_marked_desc d;
-			rh_msg_marked_get(&m.u.marked, k, &d);
-			const rh_partition *p = &r->hosts[i].part;
-			if (d.region - p->first_region >= p->n_regions) {
-				bad = "MARKED names a region outside its partition";
-				break;
-			}
-			r->marked[d.region] = d;
-			r->has_marked[d.region] = 1;
-			r->n_marked++;
-		}
+		bad = on_marked(r, i, &m);
 		break;
 	case RH_MSG_MARK_ACK:
-		if (!r->full.active || m.u.mark_ack.batches > r->full.outstanding[i]) {
-			bad = "MARK_ACK for batches never sent";
-			break;
-		}
-		r->full.outstanding[i] -= m.u.mark_ack.batches;
-		pthread_cond_broadcast(&r->cond);
+		bad = on_mark_ack(r, i, &m);
 		break;
-	case RH_MSG_FULL_DONE: {
-		rh_remote_full *f = &r->full;
-		const rh_partition *p = &r->hosts[i].part;
-		if (!f->active || m.u.full_done.id != f->id || f->done[i]) {
-			bad = "FULL_DONE for no full marking in progress";
-			break;
-		}
-		for (uint32_t k = 0; k < m.u.full_done.n; k++) {
-			rh_region_live rl;
-			rh_msg_full_done_get(&m.u.full_done, k, &rl);
-			if (rl.region - p->first_region >= p->n_regions) {
-				bad = "FULL_DONE names a region outside its partition";
-				break;
-			}
-			f->live[rl.region] = rl.live_bytes;
-			f->reported[rl.region] = 1;
-		}
-		if (m.u.full_done.flags & RH_FULL_DONE_LAST) {
-			f->done[i] = true;
-			f->bytes_marked += m.u.full_done.bytes_marked;
-			f->mark_ns += m.u.full_done.mark_ns;
-			pthread_cond_broadcast(&r->cond);
-		}
+	case RH_MSG_FULL_DONE:
+		bad = on_full_done(r, i, &m);
 		break;
-	}
 	case RH_MSG_EVAC_REFS:
-		if (r->full.active && m.u.evac_refs.id == r->full.id) {
-			rh_remote_full *f = &r->full;
-			/* Not rh_grow: running out here ends the heap the way
-			 * every failure on this connection does (lose(), the
-			 * fatal handler naming the tracer), not by abort(). */
-			rh_ref_pair *pp =
-			        rh_grow_try(f->pairs, &f->cap_pairs, f->n_pairs + m.u.evac_refs.n,
-			                    sizeof *pp, 4096);
-			if (!pp) {
-				bad = "out of memory for EVAC_REFS";
-				break;
-			}
-			f->pairs = pp;
-			for (uint32_t k = 0; k < m.u.evac_refs.n; k++)
-				rh_msg_evac_refs_get(&m.u.evac_refs, k, &f->pairs[f->n_pairs++]);
-			break;
-		}
-		if (!ev->want || ev->done || m.u.evac_refs.id != ev->id) {
-			bad = "EVAC_REFS for no EVACUATE in progress";
-			break;
-		}
-		void *grown_pairs =
-		        rh_grow_try(ev->pairs, &ev->cap_pairs, ev->n_pairs + m.u.evac_refs.n,
-		                    sizeof *ev->pairs, 4096);
-		if (!grown_pairs) {
-			bad = "out of memory for EVAC_REFS";
-			break;
-		}
-		ev->pairs = grown_pairs;
-		for (uint32_t k = 0; k < m.u.evac_refs.n; k++)
-			rh_msg_evac_refs_get(&m.u.evac_refs, k, &ev->pairs[ev->n_pairs++]);
+		bad = on_evac_refs(r, i, &m);
 		break;
-	case RH_MSG_CARDS_FIXED: {
-		rh_remote_fix *fx = &r->fix[i];
-		const rh_msg_cards_fixed *cf = &m.u.cards_fixed;
-		const rh_partition *p = &r->hosts[i].part;
-		if (!fx->outstanding || cf->id != fx->id) {
-			bad = "CARDS_FIXED for no FIX_CARDS in progress";
-			break;
-		}
-		rh_fix_ent *grown =
-		        rh_grow_try(fx->ents, &fx->cap, fx->n + cf->n, sizeof *grown, 1024);
-		if (!grown) {
-			bad = "out of memory for CARDS_FIXED";
-			break;
-		}
-		fx->ents = grown;
-		for (uint32_t k = 0; k < cf->n && !bad; k++) {
-			rh_fix_ent fe;
-			rh_msg_cards_fixed_get(cf, k, &fe);
-			if (fe.addr - p->base >= p->size ||
-			    (fe.kind == RH_FIX_REF && fe.region - p->first_region >= p->n_regions))
-				bad = "CARDS_FIXED names an address or region outside its "
-				      "partition";
-			fx->ents[fx->n++] = fe;
-		}
-		if (!bad && (cf->flags & RH_CARDS_FIXED_LAST)) {
-			fx->outstanding--;
-			pthread_cond_broadcast(&r->cond);
-		}
+	case RH_MSG_CARDS_FIXED:
+		bad = on_cards_fixed(r, i, &m);
 		break;
-	}
-	case RH_MSG_EVACUATED: {
-		const rh_msg_evacuated *ed = &m.u.evacuated;
-		if (!ev->want || ev->done || ed->id != ev->id || ed->n_src != ev->n_src ||
-		    ed->n_dst != ev->n_dst) {
-			bad = "EVACUATED does not answer the EVACUATE in progress";
-			break;
-		}
-		for (uint32_t k = 0; k < ed->n_src && !bad; k++) {
-			rh_evac_src s;
-			rh_msg_evacuated_src(ed, k, &s);
-			if (s.region != ev->src[k].region)
-				bad = "EVACUATED lists other source regions than asked";
-			ev->src[k] = s;
-		}
-		for (uint32_t k = 0; k < ed->n_dst && !bad; k++) {
-			rh_evac_dst d;
-			rh_msg_evacuated_dst(ed, k, &d);
-			if (d.region != ev->dst[k].region)
-				bad = "EVACUATED lists other destination regions than granted";
-			else if (d.top > r->cfg->region_size)
-				bad = "EVACUATED gives a destination top past its region";
-			ev->dst[k] = d;
-		}
-		ev->remark_ns = ed->remark_ns;
-		ev->evac_ns = ed->evac_ns;
-		ev->bytes_copied = ed->bytes_copied;
-		ev->objects_copied = ed->objects_copied;
-		ev->pages_rescanned = ed->pages_rescanned;
-		ev->done = true;
-		pthread_cond_broadcast(&r->cond);
+	case RH_MSG_EVACUATED:
+		bad = on_evacuated(r, i, &m);
 		break;
-	}
 	default:
 		break;
 	}
@@ -414,6 +435,55 @@ static int hello(rh_remote *r, size_t i, rh_error *err)
 	return RH_OK;
 }
 
+/* Say BYE to the hosts of a failed attempt and close them: each tracer
+ * ends that session, releases it and waits for the next (operations.R1). */
+static void disconnect_all(rh_remote *r, bool *had)
+{
+	for (size_t i = 0; i < r->n_hosts; i++) {
+		had[i] = r->hosts[i].conn != NULL;
+		if (!had[i])
+			continue;
+		rh_msg m = {.type = RH_MSG_BYE};
+		rh_error e;
+		send_to(r, i, &m, &e);
+		rh_tp_close(r->hosts[i].conn);
+		r->hosts[i].conn = NULL;
+	}
+}
+
+/* HELLO every host. A tracer busy with other connections' handshakes
+ * leaves ours unanswered (RH_ETIMEDOUT); the whole attempt is then
+ * repeated while the open timeout lasts (operations.R2), so that no tracer
+ * is left holding a session nobody serves. A tracer we had a session with
+ * in the last attempt may still be releasing it and answer busy: that is
+ * retried too, a busy answer from any other is final. */
+static int connect_all(rh_remote *r, rh_error *err)
+{
+	uint64_t t = (uint64_t)r->cfg->timeout_ms * 1000000ull;
+	uint64_t deadline = rh_now_ns() + RH_REMOTE_OPEN_TIMEOUTS * t;
+	bool *had = calloc(r->n_hosts, sizeof *had);
+	if (!had)
+		return rh_err_set(err, RH_ENOMEM, "control path: out of memory");
+	int rc = RH_OK;
+	for (unsigned attempt = 1;; attempt++) {
+		size_t i = 0;
+		for (rc = RH_OK; rc == RH_OK && i < r->n_hosts; i++)
+			rc = hello(r, i, err);
+		if (rc == RH_OK)
+			break;
+		bool again = rc == RH_ETIMEDOUT || (rc == RH_EBUSY && had[i - 1]);
+		disconnect_all(r, had);
+		if (!again || rh_now_ns() >= deadline)
+			break;
+		rh_log(RH_LOG_INFO, "remote", "open: attempt %u failed (%s); trying again", attempt,
+		       err->msg);
+		if (rc == RH_EBUSY)
+			usleep(20000);
+	}
+	free(had);
+	return rc;
+}
+
 int rh_remote_open(const rh_config *cfg, void (*fatal)(void *, const rh_error *), void *data,
                    rh_remote **out, rh_error *err)
 {
@@ -443,8 +513,8 @@ int rh_remote_open(const rh_config *cfg, void (*fatal)(void *, const rh_error *)
 	                         r->evac && r->fix
 	                 ? RH_OK
 	                 : rh_err_set(err, RH_ENOMEM, "control path: out of memory");
-	for (size_t i = 0; rc == RH_OK && i < r->n_hosts; i++)
-		rc = hello(r, i, err);
+	if (rc == RH_OK)
+		rc = connect_all(r, err);
 	if (rc == RH_OK) {
 		if (pthread_create(&r->monitor, NULL, monitor_main, r) != 0)
 			rc = rh_err_set(err, RH_EIO, "control path: cannot start the monitor");
@@ -702,8 +772,15 @@ int rh_remote_fix_cards(rh_remote *r, size_t host, uint64_t id, const uint32_t *
 		size_t left = room - 8 * (size_t)nc;
 		uint32_t nw = (uint32_t)(n_writes - w < left / 24 ? n_writes - w : left / 24);
 		rh_msg m = {.type = RH_MSG_FIX_CARDS};
-		m.u.fix_cards =
-		        (rh_msg_fix_cards){id, n_moved, nc, nw, moved, cards + c, writes + w};
+		/* cssc.c passes NULL for a list it has none of: no arithmetic
+		 * on it (UBSan, found by fuzz-remote). */
+		m.u.fix_cards = (rh_msg_fix_cards){id,
+		                                   n_moved,
+		                                   nc,
+		                                   nw,
+		                                   moved,
+		                                   cards ? cards + c : NULL,
+		                                   writes ? writes + w : NULL};
 		pthread_mutex_lock(&r->lock);
 		fx->outstanding++;
 		pthread_mutex_unlock(&r->lock);

@@ -43,6 +43,13 @@ typedef struct rh_sizing {
 typedef struct rh_heap rh_heap;
 typedef struct rh_gc rh_gc;
 
+/* What a CSSC's tracers may take of a pause budget of budget_us (the
+ * CSSC_SHARE of it), in ns. */
+static inline double rh_sizing_cssc_budget_ns(uint64_t budget_us)
+{
+	return (double)budget_us * 1000.0 * RH_SZ_CSSC_SHARE;
+}
+
 /* Before the first collection. */
 void rh_sizing_init(rh_heap *h);
 /* After a collection's reclaim: measure it, then size eden, the warm pool

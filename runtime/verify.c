@@ -1,11 +1,11 @@
 /* The heap verifier: run with the world stopped, after a collection (the
  * "verify" config key or RHEAP_VERIFY=1) or on demand (rh_verify()).
  *
- * It checks that every region parses into valid objects; that every object
+ * It checks that every region parses into valid objects (alloc.A1); that every object
  * reachable from the roots has a valid header; that every reference it
  * holds points to an object start inside an allocated region; and that every
  * cross-region reference from a non-eden source is in the target's
- * remembered set (card in the source queue, address in the target queue);
+ * remembered set (rset.R1: card in the source queue, address in the target queue);
  * and that memory eden may reuse without zeroing it is zero.
  */
 #include <stdarg.h>
@@ -159,7 +159,8 @@ static void parse_regions(vctx *v)
 }
 
 /* Past both its top and its dirty_end, a region holds only zeros: eden
- * takes a warm region and zeroes only [start, dirty_end) (region.c). Only
+ * takes a warm region as it is and zeroes each chunk it carves below
+ * dirty_end (alloc.P1). Only
  * on a local heap: on a disaggregated one, reading would fault pages in
  * and change what the swap system holds. */
 static void check_zero_tails(vctx *v)

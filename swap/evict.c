@@ -28,6 +28,7 @@ static int write_back(rh_swap *s, uint32_t region, const uintptr_t *pages, size_
 	uint64_t v = s->tag[region], old = 0;
 
 	uint64_t id = rh_swap_wr_id(s);
+	/* swap.T1: the dirty bit is set, by CAS, before any page is written. */
 	int rc = rh_tp_cas(c, tag_addr, v, v + 3 /* <1, v+1> from <0, v> */, &old, id, err);
 	if (rc == RH_OK)
 		rc = wait_op(s, c, id, err);
@@ -61,7 +62,7 @@ static int write_back(rh_swap *s, uint32_t region, const uintptr_t *pages, size_
 	if ((rc = rh_tp_write(c, sg, k, id, err)) != RH_OK ||
 	    (rc = wait_op(s, c, id, err)) != RH_OK)
 		return rc;
-	/* The head moves only after the entries are in place (T2). */
+	/* The head moves only after the entries are in place (swap.T2). */
 	id = rh_swap_wr_id(s);
 	if ((rc = rh_tp_write8(c, head_addr, head + n, id, err)) != RH_OK ||
 	    (rc = wait_op(s, c, id, err)) != RH_OK)
@@ -104,10 +105,11 @@ static int run_batch(rh_swap *s, uint32_t region, bool drop, size_t *kept_out)
 
 	pthread_mutex_lock(&s->evict_lock);
 	/* Step 1: claim and protect, under the lock the write-protect fault
-	 * handler takes (P1). */
+	 * handler takes (swap.P1). */
 	pthread_mutex_lock(&s->lock);
 	for (size_t i = 0; i < s->pages_per_region && n < RH_EVICT_BATCH; i++) {
 		uintptr_t a = start + i * RH_PAGE_SIZE;
+		/* swap.P1: CLEAN or DIRTY -> EVICTING; nobody writes it from here. */
 		if (drop && rh_swap_cas(s, pg0 + i, RH_PAGE_CLEAN, RH_PAGE_EVICTING)) {
 			was_dirty[n] = false;
 			batch[n++] = a;
@@ -167,6 +169,7 @@ static int run_batch(rh_swap *s, uint32_t region, bool drop, size_t *kept_out)
 		 * fault again to be fetched, and a write to it would take
 		 * write-protect faults forever. It is CLEAN: protected since
 		 * step 1, and its memory server holds the same bytes. */
+		/* swap.P1: EVICTING -> EVICTED once written back and dropped. */
 		rh_swap_set(s, rh_swap_page(s, batch[i]),
 		            kept[i] ? RH_PAGE_CLEAN : RH_PAGE_EVICTED);
 		n_clean += !kept[i] && !was_dirty[i];

@@ -165,6 +165,7 @@ static void install(rh_swap *s, uintptr_t a, const void *src, bool writable, boo
 	} else if (rc < 0) {
 		rh_panic("swap: UFFDIO_COPY at %#lx failed: %s", (unsigned long)a, strerror(-rc));
 	}
+	/* swap.P2: FETCHING -> CLEAN or DIRTY after a whole-page copy. */
 	rh_swap_set(s, pg, st);
 }
 
@@ -181,6 +182,7 @@ static bool zero_fault(rh_swap *s, uintptr_t a, bool write)
 {
 	uintptr_t region_end = (a & ~(uintptr_t)(s->region_size - 1)) + s->region_size;
 	size_t pg = rh_swap_page(s, a), n = 1;
+	/* swap.P3: the zero run counts against the budget like a window. */
 	budget_wait(s, write ? RH_ZERO_RUN : 1);
 	if (!rh_swap_cas(s, pg, RH_PAGE_INIT, RH_PAGE_FETCHING))
 		return false;
@@ -192,6 +194,7 @@ static bool zero_fault(rh_swap *s, uintptr_t a, bool write)
 	int err = -rh_uffd_copy(s, a, s->zero, n * RH_PAGE_SIZE, !write, true, &bytes);
 	size_t done = bytes / RH_PAGE_SIZE;
 	for (size_t i = 0; i < done; i++)
+		/* swap.P2: FETCHING -> DIRTY (or CLEAN), zero pages installed whole. */
 		rh_swap_set(s, pg + i, write ? RH_PAGE_DIRTY : RH_PAGE_CLEAN);
 	if (done == 0) {
 		/* Not even the faulting page (EEXIST, or an error install
@@ -252,6 +255,7 @@ static bool resident_run(rh_swap *s, uint32_t r, uint32_t from, uint32_t to)
  * and one update is lost; the claims decide which pages each reads. */
 static size_t ra_window(rh_swap *s, uint32_t r, uint32_t q)
 {
+	/* swap.R2, swap.R3: doubled or halved, as relaxed-atomic hints. */
 	uint32_t max = __atomic_load_n(&s->readahead, __ATOMIC_RELAXED);
 	if (!s->o.readahead_adaptive)
 		return max;
@@ -317,9 +321,11 @@ static bool fetch(rh_swap *s, uintptr_t a, bool write)
 	/* Room first, then the claims: a fault never waits for the evictor
 	 * holding pages that other faults wait for. */
 	budget_wait(s, 1 + ra);
+	/* swap.P2: EVICTED -> FETCHING; the read goes to a private buffer. */
 	if (!rh_swap_cas(s, pg, RH_PAGE_EVICTED, RH_PAGE_FETCHING))
 		return false;
 	size_t n = 1;
+	/* swap.R2: the window read ahead, EVICTED -> FETCHING. */
 	while (n <= ra && a + n * RH_PAGE_SIZE < region_end &&
 	       rh_swap_cas(s, pg + n, RH_PAGE_EVICTED, RH_PAGE_FETCHING))
 		n++;
@@ -352,6 +358,7 @@ static void on_missing(rh_swap *s, uintptr_t a, bool write)
 			rh_uffd_wake(s, a, RH_PAGE_SIZE);
 			return;
 		case RH_PAGE_EVICTING:
+			/* swap.C5: its write-back runs; fetch the copy once written. */
 			pthread_mutex_lock(&s->lock);
 			if (rh_swap_get(s, pg) == RH_PAGE_EVICTING)
 				park(s, a);
@@ -375,10 +382,11 @@ static void on_write_protect(rh_swap *s, uintptr_t a)
 	if (rh_swap_get(s, pg) == RH_PAGE_FETCHING)
 		wait_fetch(s, pg);
 	/* Under the lock: the evictor claims and protects pages under it too,
-	 * so a page cannot be unprotected after the evictor copied it (P1). */
+	 * so a page cannot be unprotected after the evictor copied it (swap.P1). */
 	pthread_mutex_lock(&s->lock);
 	switch (rh_swap_get(s, pg)) {
 	case RH_PAGE_CLEAN:
+		/* swap.P1: CLEAN -> DIRTY under the lock the evictor claims with. */
 		rh_swap_set(s, pg, RH_PAGE_DIRTY);
 		atomic_fetch_add(&s->st.wp_faults, 1);
 		/* fall through */
@@ -421,6 +429,7 @@ void rh_swap_serve(rh_swap *s, uintptr_t a, int write)
 	size_t pg = rh_swap_page(s, a);
 	hold_failed(s);
 	pthread_rwlock_rdlock(&s->fault_lock);
+	/* swap.S1: no heap memory is touched while fault_lock is held. */
 	switch (rh_swap_get(s, pg)) {
 	case RH_PAGE_INIT:
 		/* Unknown counts as a write: a zero run, DIRTY, which is

@@ -238,10 +238,11 @@ void rh_swap_region_freed(rh_swap *s, uint32_t region)
 	for (size_t i = 0; i < s->pages_per_region; i++) {
 		uint8_t st = rh_swap_get(s, pg0 + i);
 		dropped += st == RH_PAGE_CLEAN || st == RH_PAGE_DIRTY;
+		/* swap.P1: -> INIT under evict_lock, so never mid-eviction. */
 		rh_swap_set(s, pg0 + i, RH_PAGE_INIT);
 	}
 	atomic_fetch_sub(&s->resident, dropped);
-	/* New contents: their access pattern is not the old one's. */
+	/* New contents: their access pattern is not the old one's (swap.R1). */
 	__atomic_store_n(&s->ra_win[region],
 	                 (uint8_t)__atomic_load_n(&s->readahead, __ATOMIC_RELAXED),
 	                 __ATOMIC_RELAXED);
@@ -358,6 +359,7 @@ void rh_swap_set_readahead(rh_swap *s, uint32_t pages)
 	/* Exclusive: no fault is reading the hints meanwhile (swap.C7). */
 	pthread_rwlock_wrlock(&s->fault_lock);
 	__atomic_store_n(&s->readahead, pages, __ATOMIC_RELAXED);
+	/* swap.R1: every window starts over at the new largest. */
 	memset(s->ra_win, (int)pages, s->n_regions);
 	memset(s->ra_end, 0, s->n_regions * sizeof *s->ra_end);
 	pthread_rwlock_unlock(&s->fault_lock);
@@ -376,6 +378,7 @@ void rh_swap_region_filled(rh_swap *s, uint32_t region, size_t bytes)
 	for (size_t i = 0; i < n && i < s->pages_per_region; i++) {
 		uint8_t st = rh_swap_get(s, pg0 + i);
 		if (st == RH_PAGE_INIT) {
+			/* swap.P1: INIT -> EVICTED, the tracer's copy is the only one. */
 			rh_swap_set(s, pg0 + i, RH_PAGE_EVICTED);
 			continue;
 		}

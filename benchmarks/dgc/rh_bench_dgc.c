@@ -40,7 +40,7 @@
 #include "runtime/internal.h"
 #include "swap/swap.h"
 #include "tests/dgc/forest.h"
-#include "tests/swap/cluster.h"
+#include "tests/common/cluster.h"
 
 #define TRACERS 2
 #define CACHE 0.25

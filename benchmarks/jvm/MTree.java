@@ -117,6 +117,7 @@ public final class MTree {
 	}
 
 	public static void main(String[] args) throws InterruptedException {
+		long t0 = System.nanoTime(); /* as Harness: work_ns from main's start */
 		long size = 2000000, seed = 42, threads = 1;
 		for (int a = 0; a < args.length; a += 2) {
 			if (a + 1 >= args.length) {
@@ -155,6 +156,7 @@ public final class MTree {
 			sum += mt.sums[i];
 			bad += mt.bads[i];
 		}
+		System.err.println("work_ns " + (System.nanoTime() - t0));
 		System.out.println("checksum " + Long.toUnsignedString(sum));
 		if (sum != expected || bad != 0) {
 			System.err.println("MTree: counted " + Long.toUnsignedString(sum) + " nodes (expected "

@@ -31,7 +31,7 @@
 
 #include "runtime/remote.h"
 #include "swap/swap.h"
-#include "tests/swap/cluster.h"
+#include "tests/common/cluster.h"
 
 static double median(double *v, int n)
 {

@@ -15,8 +15,8 @@
 #include "runtime/internal.h"
 #include "runtime/remote.h"
 #include "tests/dgc/forest.h"
-#include "tests/swap/check.h"
-#include "tests/swap/cluster.h"
+#include "tests/common/check.h"
+#include "tests/common/cluster.h"
 
 #define HEAP_MIB 128
 #define NODES (1u << 20) /* 64 MiB of nodes: more than one partition holds */
@@ -83,23 +83,9 @@ static int region_kind(uint32_t r)
 	return heap->regions[r].kind;
 }
 
-static void run(const char *tracerd, const char *provider)
+static void run(void)
 {
-	cluster c;
-	if (cluster_start(&c, tracerd, provider, 2, HEAP_MIB, 0.25, 5000, "\"order\": \"dfs\"") <
-	    0) {
-		printf("not ok: start two %s tracers\n", provider);
-		failed++;
-		return;
-	}
 	rh_error err;
-	heap = cluster_open(&c, &err);
-	if (!heap) {
-		printf("not ok: open the heap: %s\n", err.msg);
-		failed++;
-		cluster_stop(&c);
-		return;
-	}
 	/* Precise roots only: a stale native-stack word must not keep a ring. */
 	rh_set_conservative(heap, false);
 	static const uint32_t ptrs[] = {8, 16};
@@ -258,18 +244,18 @@ static void run(const char *tracerd, const char *provider)
 out:
 	if (m)
 		rh_mutator_detach(m);
-	rh_heap_close(heap);
-	cluster_stop(&c);
 }
 
 int main(int argc, char **argv)
 {
-	if (argc != 3) {
-		fprintf(stderr, "usage: %s TRACERD PROVIDER\n", argv[0]);
-		return 2;
-	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	run(argv[1], argv[2]);
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed ? 1 : 0;
+	/* Two tracers, copying depth-first. */
+	cluster_test ct = {
+	        .heap_mib = HEAP_MIB, .timeout_ms = 5000, .extra_gc = "\"order\": \"dfs\""};
+	int rc = cluster_test_begin(&ct, argc, argv, "");
+	if (rc)
+		return rc;
+	heap = ct.heap;
+	run();
+	return cluster_test_end(&ct);
 }

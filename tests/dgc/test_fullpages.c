@@ -1,5 +1,5 @@
 /* A full marking by the tracers leaves the CPU server's cache as it can
- * (docs/distributed-gc.md, "Full collections", FM1).
+ * (docs/distributed-gc.md, "Full collections", fullmark.M1).
  *
  * Old regions of nodes, all resident on the CPU server. In one region
  * every other node (by address) is made garbage; the others stay rooted.
@@ -18,8 +18,8 @@
 #include "runtime/internal.h"
 #include "runtime/remote.h"
 #include "tests/dgc/forest.h"
-#include "tests/swap/check.h"
-#include "tests/swap/cluster.h"
+#include "tests/common/check.h"
+#include "tests/common/cluster.h"
 
 #define NODES 40000u /* 2.5 MiB of nodes: a dozen regions */
 
@@ -56,23 +56,9 @@ static void page_states(uint32_t r, size_t *resident, size_t *evicted)
 	}
 }
 
-static void run(const char *tracerd, const char *provider)
+static void run(void)
 {
-	cluster c;
-	/* A cache as large as the heap: nothing is evicted but by a flush. */
-	if (cluster_start(&c, tracerd, provider, 2, 64, 1.0, 5000, "\"order\": \"dfs\"") < 0) {
-		printf("not ok: start two %s tracers\n", provider);
-		failed++;
-		return;
-	}
 	rh_error err;
-	heap = cluster_open(&c, &err);
-	if (!heap) {
-		printf("not ok: open the heap: %s\n", err.msg);
-		failed++;
-		cluster_stop(&c);
-		return;
-	}
 	rh_set_conservative(heap, false);
 	static const uint32_t ptrs[] = {8};
 	rh_type_desc nd = {.name = "fp-node",
@@ -196,18 +182,17 @@ out:
 	free(addr);
 	if (m)
 		rh_mutator_detach(m);
-	rh_heap_close(heap);
-	cluster_stop(&c);
 }
 
 int main(int argc, char **argv)
 {
-	if (argc != 3) {
-		fprintf(stderr, "usage: %s TRACERD PROVIDER\n", argv[0]);
-		return 2;
-	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	run(argv[1], argv[2]);
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed ? 1 : 0;
+	/* A cache as large as the heap: nothing is evicted but by a flush. */
+	cluster_test ct = {.cache = 1.0, .timeout_ms = 5000, .extra_gc = "\"order\": \"dfs\""};
+	int rc = cluster_test_begin(&ct, argc, argv, "");
+	if (rc)
+		return rc;
+	heap = ct.heap;
+	run();
+	return cluster_test_end(&ct);
 }

@@ -440,5 +440,5 @@ int main(void)
 	CHECK(rh_type_register(h, &late, &err) == 0 && err.code == RH_ESTATE,
 	      "registered after the last detach: code %d", err.code);
 	rh_heap_close(h);
-	return th_done();
+	return check_done();
 }

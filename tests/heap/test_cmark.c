@@ -1452,5 +1452,5 @@ int main(int argc, char **argv)
 		printf("-- %s: %.0f ms\n", cases[i].name, now_ms() - t0);
 		fflush(stdout);
 	}
-	return th_done();
+	return check_done();
 }

@@ -285,5 +285,5 @@ int main(void)
 	test_struct();
 	test_good_and_busy();
 	test_files();
-	return th_done();
+	return check_done();
 }

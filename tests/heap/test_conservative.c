@@ -248,5 +248,5 @@ int main(void)
 	rh_pop_frame(m, &f);
 	rh_mutator_detach(m);
 	rh_heap_close(heap);
-	return th_done();
+	return check_done();
 }

@@ -116,5 +116,5 @@ int main(int argc, char **argv)
 	      "losing eden to each other",
 	      (unsigned long long)s.full_collections);
 	rh_heap_close(heap);
-	return th_done();
+	return check_done();
 }

@@ -290,5 +290,5 @@ int main(void)
 	rh_heap_close(h);
 
 	test_chained();
-	return th_done();
+	return check_done();
 }

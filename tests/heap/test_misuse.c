@@ -284,5 +284,5 @@ int main(void)
 		CHECK(named && says, "%s: message does not name rheap and '%s':\n%s", c->name,
 		      c->words[0], out);
 	}
-	return th_done();
+	return check_done();
 }

@@ -210,5 +210,5 @@ int main(void)
 	run(RH_ORDER_DFS, 1);
 	run(RH_ORDER_BFS, 1);
 	run(RH_ORDER_DFS, 0);
-	return th_done();
+	return check_done();
 }

@@ -205,5 +205,5 @@ int main(int argc, char **argv)
 		run(4);
 		run(8);
 	}
-	return th_done();
+	return check_done();
 }

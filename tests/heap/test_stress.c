@@ -506,5 +506,5 @@ int main(int argc, char **argv)
 	rh_mutator_detach(m);
 	CHECK(rh_global_remove(heap, &shared_root) == 0);
 	rh_heap_close(heap);
-	return th_done();
+	return check_done();
 }

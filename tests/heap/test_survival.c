@@ -262,5 +262,5 @@ int main(void)
 	CHECK(rh_verify(m) == 0);
 	rh_mutator_detach(m);
 	rh_heap_close(heap);
-	return th_done();
+	return check_done();
 }

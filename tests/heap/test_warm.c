@@ -128,5 +128,5 @@ int main(void)
 	rh_pop_frame(m, &f);
 	rh_mutator_detach(m);
 	rh_heap_close(h);
-	return th_done();
+	return check_done();
 }

@@ -1,8 +1,6 @@
-/* Shared helpers for the local-heap tests: check counting, the final
- * "N passed, N failed" line, and a small-heap config. Every test binary
- * includes this once; everything is static so each binary has its own
- * counters. Counters are atomic because the stress test checks from
- * several mutator threads. */
+/* Shared helpers for the local-heap tests: a small-heap config and the
+ * set-up calls, each required to succeed. Checks and the closing line come
+ * from tests/common/check.h. */
 #ifndef RH_TESTS_HEAP_TH_H
 #define RH_TESTS_HEAP_TH_H
 
@@ -13,54 +11,8 @@
 #include <string.h>
 
 #include "rheap/rheap.h"
+#include "tests/common/check.h"
 #include "tests/common/rng.h"
-
-static unsigned long th_passed_n;
-static unsigned long th_failed_n;
-
-__attribute__((format(printf, 4, 5))) static inline int th_check(int ok, const char *expr, int line,
-                                                                 const char *fmt, ...)
-{
-	if (ok) {
-		__atomic_fetch_add(&th_passed_n, 1, __ATOMIC_RELAXED);
-		return 1;
-	}
-	__atomic_fetch_add(&th_failed_n, 1, __ATOMIC_RELAXED);
-	/* fmt starts with a space so that CHECK(cond) has a non-empty one. */
-	char buf[512];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof buf, fmt, ap);
-	va_end(ap);
-	const char *msg = buf + (buf[0] == ' ');
-	fprintf(stderr, "FAIL line %d: %s%s%s\n", line, expr, msg[0] ? ": " : "", msg);
-	return 0;
-}
-
-/* CHECK(cond) or CHECK(cond, "fmt", args...): counts one check; returns
- * whether it held so a test can stop following a broken structure. */
-#define CHECK(cond, ...) th_check(!!(cond), #cond, __LINE__, " " __VA_ARGS__)
-
-/* Print the summary line the harness reads and return the exit status. */
-static inline int th_done(void)
-{
-	unsigned long p = __atomic_load_n(&th_passed_n, __ATOMIC_RELAXED);
-	unsigned long f = __atomic_load_n(&th_failed_n, __ATOMIC_RELAXED);
-	fflush(stderr);
-	printf("%lu passed, %lu failed\n", p, f);
-	fflush(stdout);
-	return f == 0 && p > 0 ? 0 : 1;
-}
-
-/* Abort the test (counted as a failure) when going on makes no sense. */
-#define REQUIRE(cond, ...)                                                                         \
-	do {                                                                                       \
-		if (!CHECK(cond, __VA_ARGS__)) {                                                   \
-			fprintf(stderr, "giving up after the failed requirement\n");               \
-			th_done();                                                                 \
-			exit(1);                                                                   \
-		}                                                                                  \
-	} while (0)
 
 /* A small local heap: heap_mib MiB in regions of region_kib KiB. */
 static inline void th_config(rh_config *cfg, uint64_t heap_mib, uint64_t region_kib)

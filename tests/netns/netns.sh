@@ -182,9 +182,11 @@ EOF
 }
 
 # start_tracer TAG HOST CONFIG INDEX: listens on the config's host:port.
+# --once: how and when a tracer exits is what these scenarios observe of
+# its noticing a lost CPU server (a daemon would wait for the next one).
 start_tracer() {
 	ip netns exec "$(ns "$2")" "$tracerd" --config "$dir/$3.json" --index "$4" \
-		--foreground --status "$dir/$1.status" --wait-ms 30000 --log-level info \
+		--foreground --once --status "$dir/$1.status" --wait-ms 30000 --log-level info \
 		>"$dir/$1.log" 2>&1 &
 	PID[$1]=$!
 }

@@ -3,9 +3,10 @@
  * message sequence that breaks the protocol, caught either by the decoder
  * (regions named twice, unaligned addresses) or by the marking thread
  * against its state. The tracer must answer with
- * an ERROR naming what is wrong, log it, and end the session by itself
- * with its ordinary failure status (1), never a signal or a sanitizer
- * report; the next case then starts a fresh tracer the same way.
+ * an ERROR naming what is wrong, log it, and end the session by itself,
+ * never with a signal or a sanitizer report, then release it and serve
+ * the next CPU server (a second HELLO gets HELLO_OK); the next case starts
+ * a fresh tracer the same way.
  *
  * usage: test-collector TRACERD PROVIDER
  */
@@ -146,20 +147,17 @@ static void run_case(const char *name, int (*send)(client *, rh_error *), const 
 	              strstr(log, expect),
 	      "%s: logged, and the session dropped: %s", name, log);
 	rh_tp_close(k.conn);
-	int st = 0;
-	pid_t w = 0;
-	for (int t = 0; t < 200 && (w = waitpid(c.pid[0], &st, WNOHANG)) == 0; t++)
-		usleep(30000);
-	CHECK(w == c.pid[0] && WIFEXITED(st) && WEXITSTATUS(st) == 1,
-	      "%s: the tracer ended the session itself with status 1 (%s %d)", name,
-	      w != c.pid[0]   ? "still running"
-	      : WIFEXITED(st) ? "exit"
-	                      : "signal",
-	      w != c.pid[0]   ? 0
-	      : WIFEXITED(st) ? WEXITSTATUS(st)
-	                      : WTERMSIG(st));
-	if (w == c.pid[0])
-		c.pid[0] = 0;
+	/* The session is over, not the tracer: it releases the partition and
+	 * serves the next CPU server (operations.R1). */
+	client k2 = {0};
+	int rc2 = client_open(&k2, &c, provider, &err);
+	CHECK(rc2 == RH_OK && waitpid(c.pid[0], NULL, WNOHANG) == 0,
+	      "%s: the tracer released that session and serves the next CPU server (%s)", name,
+	      rc2 == RH_OK ? "HELLO_OK" : err.msg);
+	CHECK(client_wait_log(&c, "released; waiting for a CPU server", log, sizeof log),
+	      "%s: it logged the release: %s", name, log);
+	if (k2.conn)
+		rh_tp_close(k2.conn);
 	cluster_log(&c, 0, log, sizeof log);
 	CHECK(!strstr(log, "Sanitizer") && !strstr(log, "runtime error"),
 	      "%s: no sanitizer report: %s", name, log);
@@ -170,12 +168,8 @@ static void run_case(const char *name, int (*send)(client *, rh_error *), const 
 
 int main(int argc, char **argv)
 {
-	if (argc < 3) {
-		fprintf(stderr, "usage: %s TRACERD PROVIDER\n", argv[0]);
+	if (cluster_args(argc, argv, 0, "", &tracerd, &provider))
 		return 2;
-	}
-	tracerd = argv[1];
-	provider = argv[2];
 	signal(SIGPIPE, SIG_IGN);
 	run_case("EVACUATE src=[0,5] dst=[100]", evac_bad_second_source,
 	         "EVACUATE: region 5 is free here, expected an old region");
@@ -184,6 +178,5 @@ int main(int argc, char **argv)
 	run_case("FIX_CARDS unaligned slot", fix_unaligned_slot, "FIX_CARDS: write 0: slot");
 	run_case("MARK_REFS unaligned", mark_unaligned, "not a nonzero 8-byte aligned address");
 	run_case("ROOTS without end", roots_without_end, "ROOTS: more than");
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed != 0;
+	return check_done();
 }

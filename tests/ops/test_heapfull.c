@@ -222,6 +222,5 @@ int main(int argc, char **argv)
 		      "tracer log lines have a level: %s", bad);
 		cluster_stop(&c);
 	}
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed != 0;
+	return check_done();
 }

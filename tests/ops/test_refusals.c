@@ -115,16 +115,11 @@ static void test_flood(void)
 
 int main(int argc, char **argv)
 {
-	if (argc < 3) {
-		fprintf(stderr, "usage: %s TRACERD PROVIDER\n", argv[0]);
+	if (cluster_args(argc, argv, 0, "", &tracerd, &provider))
 		return 2;
-	}
-	tracerd = argv[1];
-	provider = argv[2];
 	signal(SIGPIPE, SIG_IGN);
 	test_stall();
 	if (!strcmp(provider, "tcp"))
 		test_flood();
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed != 0;
+	return check_done();
 }

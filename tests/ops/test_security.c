@@ -178,13 +178,8 @@ static void test_outside(void)
 	                      sizeof log),
 	      "and logged: %s", log);
 	rh_tp_close(k.conn);
-	int st;
-	pid_t w = 0;
-	for (int t = 0; t < 100 && (w = waitpid(c.pid[0], &st, WNOHANG)) == 0; t++)
-		usleep(30000);
-	CHECK(w == c.pid[0], "the tracer released its partition and exited");
-	if (w == c.pid[0])
-		c.pid[0] = 0;
+	CHECK(cluster_wait_released(&c, 0, 3000) && waitpid(c.pid[0], NULL, WNOHANG) == 0,
+	      "the tracer released its partition and waits for the next CPU server");
 	cluster_stop(&c);
 }
 
@@ -219,16 +214,11 @@ static void test_oversize(void)
 
 int main(int argc, char **argv)
 {
-	if (argc < 3) {
-		fprintf(stderr, "usage: %s TRACERD PROVIDER\n", argv[0]);
+	if (cluster_args(argc, argv, 0, "", &tracerd, &provider))
 		return 2;
-	}
-	tracerd = argv[1];
-	provider = argv[2];
 	signal(SIGPIPE, SIG_IGN);
 	test_secret_and_replay();
 	test_outside();
 	test_oversize();
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed != 0;
+	return check_done();
 }

@@ -21,26 +21,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tests/common/check.h"
 #include "transport/transport.h"
 
 #define REGION (4u << 20)
 #define PAGE 4096u
 #define TMO 5000
 
-static int failures, passes;
 static const char *host;
-
-static void ok(bool cond, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	printf("%s - ", cond ? "ok" : "not ok");
-	vprintf(fmt, ap);
-	printf("\n");
-	va_end(ap);
-	fflush(stdout);
-	cond ? passes++ : failures++;
-}
 
 static uint8_t pat(uint64_t seed, uint64_t off)
 {
@@ -154,12 +142,12 @@ static rh_tp_conn *open_conn(uint16_t port, struct cmd *ready)
 	rh_tp_opts o = opts("right secret");
 	rh_tp_conn *c = NULL;
 	int rc = rh_tp_connect(&o, host, port, &c, &err);
-	ok(rc == RH_OK, "connect to %s:%u (%s)", host, port, rc ? err.msg : "");
+	CHECK(rc == RH_OK, "connect to %s:%u (%s)", host, port, rc ? err.msg : "");
 	if (rc)
 		return NULL;
 	size_t len = 0;
 	rc = rh_tp_recv(c, ready, sizeof *ready, &len, TMO, &err);
-	ok(rc == RH_OK && !strcmp(ready->op, "ready"), "passive side advertised its region");
+	CHECK(rc == RH_OK && !strcmp(ready->op, "ready"), "passive side advertised its region");
 	return c;
 }
 
@@ -169,7 +157,7 @@ static void test_data(rh_tp_conn *c, const struct cmd *ready)
 	uint64_t rbase = ready->a;
 	uint8_t *loc = region();
 	int rc = rh_tp_reg(c, loc, REGION, -1, 0, RH_TP_LOCAL, &err);
-	ok(rc == RH_OK, "register local buffer (%s)", rc ? err.msg : "");
+	CHECK(rc == RH_OK, "register local buffer (%s)", rc ? err.msg : "");
 
 	/* 64 contiguous remote pages into local pages in reverse order. */
 	rh_tp_sge sg[600];
@@ -181,7 +169,7 @@ static void test_data(rh_tp_conn *c, const struct cmd *ready)
 	for (int i = 0; i < 64 && good; i++)
 		for (uint32_t b = 0; b < PAGE; b += 97)
 			good &= loc[(63 - i) * PAGE + b] == pat(1, (uint64_t)i * PAGE + b);
-	ok(good, "READ of 64 pages gathered into reversed local pages (%s)", rc ? err.msg : "");
+	CHECK(good, "READ of 64 pages gathered into reversed local pages (%s)", rc ? err.msg : "");
 
 	/* 600 x 512 B, alternating remote gaps: many WRs, one completion. */
 	for (int i = 0; i < 600; i++) {
@@ -191,7 +179,7 @@ static void test_data(rh_tp_conn *c, const struct cmd *ready)
 	}
 	rc = rh_tp_write(c, sg, 600, 2, &err);
 	rc = rc ? rc : wait_ok(c, 2, &err);
-	ok(rc == RH_OK, "WRITE of 600 segments (%s)", rc ? err.msg : "");
+	CHECK(rc == RH_OK, "WRITE of 600 segments (%s)", rc ? err.msg : "");
 	memset(loc, 0, 600 * 1024);
 	sg[0] = (rh_tp_sge){loc, rbase, 600 * 1024};
 	rc = rh_tp_read(c, sg, 1, 3, &err);
@@ -202,7 +190,7 @@ static void test_data(rh_tp_conn *c, const struct cmd *ready)
 		good &= loc[i * 1024 + (1 - i % 2) * 512] ==
 		        pat(1, (uint64_t)i * 1024 + (1 - i % 2) * 512);
 	}
-	ok(good, "READ back of 600 KiB: written segments and untouched gaps");
+	CHECK(good, "READ back of 600 KiB: written segments and untouched gaps");
 
 	/* Atomics and write8 on one word. */
 	uint64_t w = rbase + 3 * 1024 * 1024, old = 0, expect = 0;
@@ -212,13 +200,13 @@ static void test_data(rh_tp_conn *c, const struct cmd *ready)
 	memcpy(&expect, loc, 8);
 	rc = rh_tp_cas(c, w, expect, 42, &old, 5, &err);
 	rc = rc ? rc : wait_ok(c, 5, &err);
-	ok(rc == RH_OK && old == expect, "CAS succeeds, returns the prior value");
+	CHECK(rc == RH_OK && old == expect, "CAS succeeds, returns the prior value");
 	rc = rh_tp_cas(c, w, expect, 99, &old, 6, &err);
 	rc = rc ? rc : wait_ok(c, 6, &err);
-	ok(rc == RH_OK && old == 42, "CAS with a stale expectation fails, returns 42");
+	CHECK(rc == RH_OK && old == 42, "CAS with a stale expectation fails, returns 42");
 	rc = rh_tp_faa(c, w, 5, &old, 7, &err);
 	rc = rc ? rc : wait_ok(c, 7, &err);
-	ok(rc == RH_OK && old == 42, "FAA returns 42");
+	CHECK(rc == RH_OK && old == 42, "FAA returns 42");
 	rc = rh_tp_write8(c, w + 8, 0x1122334455667788ull, 8, &err);
 	rc = rc ? rc : wait_ok(c, 8, &err);
 	sg[0] = (rh_tp_sge){loc, w, 16};
@@ -226,8 +214,8 @@ static void test_data(rh_tp_conn *c, const struct cmd *ready)
 	rc = rc ? rc : wait_ok(c, 9, &err);
 	uint64_t v[2];
 	memcpy(v, loc, 16);
-	ok(rc == RH_OK && v[0] == 47 && v[1] == 0x1122334455667788ull,
-	   "FAA result 47 and write8 value are visible remotely");
+	CHECK(rc == RH_OK && v[0] == 47 && v[1] == 0x1122334455667788ull,
+	      "FAA result 47 and write8 value are visible remotely");
 
 	/* Many ops in flight, reaped by poll. */
 	for (int i = 0; i < 200; i++) {
@@ -247,11 +235,12 @@ static void test_data(rh_tp_conn *c, const struct cmd *ready)
 			bad += cq[k].status != RH_OK || cq[k].wr_id != 1000 + (uint64_t)seen + k;
 		seen += n;
 	}
-	ok(seen == 200 && bad == 0, "200 reads in flight: %d completions by poll, in order", seen);
+	CHECK(seen == 200 && bad == 0, "200 reads in flight: %d completions by poll, in order",
+	      seen);
 
 	rc = rh_tp_read(c, &(rh_tp_sge){loc, rbase + REGION - 8, 16}, 1, 10, &err);
-	ok(rc == RH_ERANGE, "READ past the advertised range: RH_ERANGE (%d)", rc);
-	ok(rh_tp_wait(c, 12345, 100, &err) != RH_OK, "wait for an unknown wr_id fails");
+	CHECK(rc == RH_ERANGE, "READ past the advertised range: RH_ERANGE (%d)", rc);
+	CHECK(rh_tp_wait(c, 12345, 100, &err) != RH_OK, "wait for an unknown wr_id fails");
 
 	/* Messages: more than the window, slow receiver, sizes 0 .. 64 KiB. */
 	static uint8_t msg[64 * 1024], got[64 * 1024];
@@ -279,17 +268,17 @@ static void test_data(rh_tp_conn *c, const struct cmd *ready)
 		order &= rc == RH_OK && (gl == 0 || got[gl - 1] == (uint8_t)recvd);
 		recvd++;
 	}
-	ok(rc == RH_OK && order && recvd == 300,
-	   "300 messages echoed in order through credits (%s)", rc ? err.msg : "");
+	CHECK(rc == RH_OK && order && recvd == 300,
+	      "300 messages echoed in order through credits (%s)", rc ? err.msg : "");
 
 	/* Withdrawal: afterwards the range is refused before posting. */
 	m = (struct cmd){"dereg", 0, 0};
 	rc = rh_tp_send(c, &m, sizeof m, TMO, &err);
 	size_t len;
 	rc = rc ? rc : rh_tp_recv(c, &m, sizeof m, &len, TMO, &err);
-	ok(rc == RH_OK && m.a == RH_OK, "passive side withdrew its region");
+	CHECK(rc == RH_OK && m.a == RH_OK, "passive side withdrew its region");
 	rc = rh_tp_read(c, &(rh_tp_sge){loc, rbase, 64}, 1, 11, &err);
-	ok(rc == RH_ERANGE, "READ of a withdrawn range: RH_ERANGE (%d)", rc);
+	CHECK(rc == RH_ERANGE, "READ of a withdrawn range: RH_ERANGE (%d)", rc);
 	rh_tp_dereg(c, loc, REGION, &err);
 	munmap(loc, REGION);
 }
@@ -310,7 +299,7 @@ static pid_t spawn(int *fd, uint16_t *port)
 	close(p[1]);
 	*fd = p[0];
 	if (pid < 0 || read(p[0], port, sizeof *port) != sizeof *port) {
-		printf("not ok - passive side did not start\n");
+		CHECK(0, "the passive side starts");
 		exit(1);
 	}
 	return pid;
@@ -325,6 +314,7 @@ static double now_s(void)
 
 int main(int argc, char **argv)
 {
+	check_verbose = 1; /* every case, as the guest's log */
 	host = argc > 1 ? argv[1] : getenv("RH_RXE_ADDR") ? getenv("RH_RXE_ADDR") : "10.77.0.1";
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	int fd, fd2;
@@ -343,18 +333,19 @@ int main(int argc, char **argv)
 		rh_tp_send(c, &m, sizeof m, TMO, &err);
 		rh_tp_close(c);
 	}
-	ok(read(fd, &acc, 1) == 1 && acc == RH_OK, "passive side accepted connection 1");
+	CHECK(read(fd, &acc, 1) == 1 && acc == RH_OK, "passive side accepted connection 1");
 
 	/* 2: wrong secret, refused on both sides. */
 	rh_tp_opts o = opts("wrong secret");
 	int rc = rh_tp_connect(&o, host, port, &c, &err);
-	ok(rc == RH_EAUTH, "connect with a wrong secret: RH_EAUTH (%d %s)", rc, rc ? err.msg : "");
+	CHECK(rc == RH_EAUTH, "connect with a wrong secret: RH_EAUTH (%d %s)", rc,
+	      rc ? err.msg : "");
 	if (rc == RH_OK)
 		rh_tp_close(c);
 	acc = -1;
 	if (read(fd, &acc, 1) != 1)
 		acc = -1;
-	ok(acc == RH_EAUTH, "passive side refused it: RH_EAUTH (%d)", acc);
+	CHECK(acc == RH_EAUTH, "passive side refused it: RH_EAUTH (%d)", acc);
 
 	/* 3: the peer process dies: RH_EPEER well within the timeout. */
 	c = open_conn(port, &ready);
@@ -367,13 +358,13 @@ int main(int argc, char **argv)
 		size_t len;
 		rc = rh_tp_recv(c, &m, sizeof m, &len, TMO, &err);
 		t = now_s() - t;
-		ok(rc == RH_EPEER && t < TMO / 1000.0,
-		   "dead peer: recv gives RH_EPEER after %.2f s", t);
+		CHECK(rc == RH_EPEER && t < TMO / 1000.0,
+		      "dead peer: recv gives RH_EPEER after %.2f s", t);
 		uint64_t old;
 		rc = rh_tp_faa(c, ready.a, 1, &old, 1, &err);
 		if (rc == RH_OK)
 			rc = rh_tp_wait(c, 1, TMO, &err);
-		ok(rc == RH_EPEER, "dead peer: later operations fail with RH_EPEER (%d)", rc);
+		CHECK(rc == RH_EPEER, "dead peer: later operations fail with RH_EPEER (%d)", rc);
 		rh_tp_close(c);
 	}
 	waitpid(pid, NULL, 0);
@@ -387,12 +378,11 @@ int main(int argc, char **argv)
 		size_t len;
 		rc = rh_tp_recv(c, &m, sizeof m, &len, 700, &err);
 		t = now_s() - t;
-		ok(rc == RH_ETIMEDOUT && t >= 0.6 && t < 3,
-		   "silent peer: RH_ETIMEDOUT after %.2f s", t);
+		CHECK(rc == RH_ETIMEDOUT && t >= 0.6 && t < 3,
+		      "silent peer: RH_ETIMEDOUT after %.2f s", t);
 		rh_tp_close(c);
 	}
 	kill(pid2, SIGKILL);
 	waitpid(pid2, NULL, 0);
-	printf("%d passed, %d failed\n", passes, failures);
-	return failures ? 1 : 0;
+	return check_done();
 }

@@ -169,7 +169,7 @@ int main(int argc, char **argv)
 	/* Anything else reparented here (nothing, if all went well). */
 	while (waitpid(-1, NULL, WNOHANG) > 0)
 		;
-	if (failed) {
+	if (check_failures()) {
 		char path[400];
 		snprintf(path, sizeof path, "%s/ctl.log", c.dir);
 		FILE *f = fopen(path, "r");
@@ -180,6 +180,5 @@ int main(int argc, char **argv)
 			fclose(f);
 	}
 	cluster_stop(&c);
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed != 0;
+	return check_done();
 }

@@ -8,8 +8,8 @@
 #include <stdint.h>
 
 #include "runtime/internal.h"
-#include "tests/swap/check.h"
-#include "tests/swap/cluster.h"
+#include "tests/common/check.h"
+#include "tests/common/cluster.h"
 
 #define THREADS 4
 #define ARRAY_BYTES (60 * 1024)
@@ -138,28 +138,15 @@ static int check_tags(bool last)
 
 int main(int argc, char **argv)
 {
-	if (argc < 3) {
-		fprintf(stderr, "usage: %s TRACERD PROVIDER [heap MiB] [ops per thread]\n",
-		        argv[0]);
-		return 2;
-	}
 	unsigned long long heap_mib = argc > 3 ? strtoull(argv[3], NULL, 10) : 256;
 	if (argc > 4)
 		ops_per_thread = atoi(argv[4]);
-	cluster c;
-	if (cluster_start(&c, argv[1], argv[2], 2, heap_mib, 0.25, 2000, NULL) < 0) {
-		perror("cluster");
-		return 2;
-	}
+	cluster_test ct = {.heap_mib = heap_mib};
+	int rc = cluster_test_begin(&ct, argc, argv, "[heap MiB] [ops per thread]");
+	if (rc)
+		return rc;
+	heap = ct.heap;
 	rh_error err;
-	heap = cluster_open(&c, &err);
-	CHECK(heap != NULL, "open a disaggregated heap on 2 tracers (%s): %s", argv[2],
-	      heap ? "" : err.msg);
-	if (!heap) {
-		cluster_stop(&c);
-		printf("%d passed, %d failed\n", passed, failed);
-		return 1;
-	}
 	rh_type_desc bytes = {
 	        .name = "bytes", .layout = RH_LAYOUT_BYTE_ARRAY, .size = 16, .elem_size = 1};
 	rh_type_desc refs = {
@@ -231,9 +218,6 @@ int main(int argc, char **argv)
 		usleep(20000);
 
 	rh_mutator_detach(m);
-	rh_heap_close(heap);
-	cluster_stop(&c);
 	free(expect);
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed != 0;
+	return cluster_test_end(&ct);
 }

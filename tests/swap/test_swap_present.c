@@ -21,8 +21,8 @@
 
 #include "runtime/internal.h"
 #include "swap/internal.h"
-#include "tests/swap/check.h"
-#include "tests/swap/cluster.h"
+#include "tests/common/check.h"
+#include "tests/common/cluster.h"
 #include "tests/swap/pages.h"
 
 #define PAGES 16
@@ -63,26 +63,15 @@ static size_t count_state(rh_swap *s, uintptr_t a, size_t n, uint8_t st)
 
 int main(int argc, char **argv)
 {
-	if (argc < 3) {
-		fprintf(stderr, "usage: %s TRACERD PROVIDER\n", argv[0]);
-		return 2;
-	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	signal(SIGALRM, on_alarm);
 	alarm(40);
-	cluster c;
-	if (cluster_start(&c, argv[1], argv[2], 2, 64, 0.25, 3000, NULL) < 0) {
-		perror("cluster");
-		return 2;
-	}
+	cluster_test ct = {.timeout_ms = 3000};
+	int rc = cluster_test_begin(&ct, argc, argv, "");
+	if (rc)
+		return rc;
+	rh_heap *h = ct.heap;
 	rh_error err;
-	rh_heap *h = cluster_open(&c, &err);
-	CHECK(h != NULL, "open a disaggregated heap (%s): %s", argv[2], h ? "" : err.msg);
-	if (!h) {
-		cluster_stop(&c);
-		printf("%d passed, %d failed\n", passed, failed);
-		return 1;
-	}
 	rh_type_desc bytes = {
 	        .name = "bytes", .layout = RH_LAYOUT_BYTE_ARRAY, .size = 16, .elem_size = 1};
 	rh_type_id t_bytes = rh_type_register(h, &bytes, &err);
@@ -109,15 +98,14 @@ int main(int argc, char **argv)
 	if (syscall(SYS_mlock, locked, LOCKED_N * RH_PAGE_SIZE) != 0) {
 		printf("# mlock: %s: skipped\n", strerror(errno));
 		rh_mutator_detach(m);
-		rh_heap_close(h);
-		cluster_stop(&c);
+		cluster_test_end(&ct);
 		return 77;
 	}
 	rh_swap *s = h->swap;
 	rh_swap_stats s0, s1;
 	rh_swap_stats_get(s, &s0);
 
-	int rc = rh_swap_flush_region(s, region, &err);
+	rc = rh_swap_flush_region(s, region, &err);
 	CHECK(rc != RH_OK && strstr(err.msg, "could not be dropped"),
 	      "flushing a region with locked pages fails, saying so (%s)",
 	      rc == RH_OK ? "it succeeded" : err.msg);
@@ -244,8 +232,5 @@ int main(int argc, char **argv)
 out:
 	arr = NULL;
 	rh_mutator_detach(m);
-	rh_heap_close(h);
-	cluster_stop(&c);
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed != 0;
+	return cluster_test_end(&ct);
 }

@@ -13,8 +13,8 @@
  */
 #include "runtime/internal.h"
 #include "swap/internal.h"
-#include "tests/swap/check.h"
-#include "tests/swap/cluster.h"
+#include "tests/common/check.h"
+#include "tests/common/cluster.h"
 #include "tests/swap/pages.h"
 
 #define WINDOW 8
@@ -57,26 +57,15 @@ static pass read_pages(rh_swap *s, uint32_t region, const uint8_t *base, size_t 
 
 int main(int argc, char **argv)
 {
-	if (argc < 3) {
-		fprintf(stderr, "usage: %s TRACERD PROVIDER\n", argv[0]);
-		return 2;
-	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	signal(SIGALRM, on_alarm);
 	alarm(40);
-	cluster c;
-	if (cluster_start(&c, argv[1], argv[2], 2, 64, 0.25, 3000, NULL) < 0) {
-		perror("cluster");
-		return 2;
-	}
+	cluster_test ct = {.timeout_ms = 3000};
+	int rc = cluster_test_begin(&ct, argc, argv, "");
+	if (rc)
+		return rc;
+	rh_heap *h = ct.heap;
 	rh_error err;
-	rh_heap *h = cluster_open(&c, &err);
-	CHECK(h != NULL, "open a disaggregated heap (%s): %s", argv[2], h ? "" : err.msg);
-	if (!h) {
-		cluster_stop(&c);
-		printf("%d passed, %d failed\n", passed, failed);
-		return 1;
-	}
 	rh_swap *s = h->swap;
 	CHECK(s->o.readahead_adaptive && s->readahead == WINDOW,
 	      "the default is adaptive, at most %d pages (%d, %u)", WINDOW,
@@ -162,8 +151,5 @@ int main(int argc, char **argv)
 	free(scat);
 out:
 	rh_mutator_detach(m);
-	rh_heap_close(h);
-	cluster_stop(&c);
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed ? 1 : 0;
+	return cluster_test_end(&ct);
 }

@@ -19,8 +19,8 @@
 
 #include "runtime/internal.h"
 #include "swap/internal.h"
-#include "tests/swap/check.h"
-#include "tests/swap/cluster.h"
+#include "tests/common/check.h"
+#include "tests/common/cluster.h"
 
 #define PAGES 8
 
@@ -227,6 +227,5 @@ int main(int argc, char **argv)
 		rh_heap_close(h);
 		cluster_stop(&c);
 	}
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed ? 1 : 0;
+	return check_done();
 }

@@ -28,8 +28,8 @@
 
 #include "runtime/remote.h"
 #include "swap/internal.h"
-#include "tests/swap/check.h"
-#include "tests/swap/cluster.h"
+#include "tests/common/check.h"
+#include "tests/common/cluster.h"
 #include "tests/swap/pages.h"
 
 #define MAX_THREADS 16
@@ -271,6 +271,5 @@ int main(int argc, char **argv)
 	cluster_stop(&cl);
 	free(ver);
 	pthread_barrier_destroy(&c.step);
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed ? 1 : 0;
+	return check_done();
 }

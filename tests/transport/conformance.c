@@ -77,7 +77,7 @@ static uint64_t cmd(struct sess *s, enum cmd k, uint64_t a, uint64_t b, uint64_t
 	size_t len = 0;
 	if (rh_tp_send(s->c, &m, sizeof m, -1, &err) != RH_OK ||
 	    rh_tp_recv(s->c, &m, sizeof m, &len, 30000, &err) != RH_OK || len != sizeof m) {
-		tap_note("command %d failed: %s", k, err.msg);
+		NOTE("command %d failed: %s", k, err.msg);
 		return UINT64_MAX;
 	}
 	return m.a;
@@ -102,17 +102,17 @@ static int one(struct sess *s, bool wr, uint64_t off, uint8_t *local, uint32_t l
 
 static void t_setup(const struct env *e, struct child *srv)
 {
-	tap_ok(strstr(rh_tp_providers(), e->provider) != NULL, "provider %s is built (%s)",
-	       e->provider, rh_tp_providers());
+	CHECK(strstr(rh_tp_providers(), e->provider) != NULL, "provider %s is built (%s)",
+	      e->provider, rh_tp_providers());
 	rh_tp_opts o = opts_for(e, SECRET, 1000);
 	o.provider = "no-such-provider";
 	rh_tp_conn *c = NULL;
 	rh_error err = {0};
 	int rc = rh_tp_connect(&o, e->host, srv->port, &c, &err);
-	tap_ok(rc == RH_EINVAL && c == NULL, "unknown provider refused: %s", err.msg);
+	CHECK(rc == RH_EINVAL && c == NULL, "unknown provider refused: %s", err.msg);
 	o = opts_for(e, "", 1000);
 	rc = rh_tp_connect(&o, e->host, srv->port, &c, &err);
-	tap_ok(rc == RH_EINVAL, "empty secret refused: %s", err.msg);
+	CHECK(rc == RH_EINVAL, "empty secret refused: %s", err.msg);
 }
 
 static void t_rw(struct sess *s)
@@ -124,13 +124,13 @@ static void t_rw(struct sess *s)
 		rh_error err = {0};
 		fill(s->local, 11 + i, off, n);
 		int rc = one(s, true, off, s->local, n, &err);
-		tap_ok(rc == RH_OK && cmd(s, CMD_CHECK, 11 + i, off, n) == 1,
-		       "write %u bytes lands intact%s%s", n, rc ? ": " : "", rc ? err.msg : "");
+		CHECK(rc == RH_OK && cmd(s, CMD_CHECK, 11 + i, off, n) == 1,
+		      "write %u bytes lands intact%s%s", n, rc ? ": " : "", rc ? err.msg : "");
 		cmd(s, CMD_FILL, 21 + i, off, n);
 		memset(s->local, 0, n);
 		rc = one(s, false, off, s->local, n, &err);
-		tap_ok(rc == RH_OK && check(s->local, 21 + i, off, n), "read %u bytes intact%s%s",
-		       n, rc ? ": " : "", rc ? err.msg : "");
+		CHECK(rc == RH_OK && check(s->local, 21 + i, off, n), "read %u bytes intact%s%s", n,
+		      rc ? ": " : "", rc ? err.msg : "");
 	}
 }
 
@@ -149,8 +149,8 @@ static void t_sg(struct sess *s)
 	int good = 0;
 	for (int i = 0; i < PAGES && rc == RH_OK; i++)
 		good += cmd(s, CMD_CHECK, 31, (uint64_t)(2 * i) * PG, PG) == 1;
-	tap_ok(rc == RH_OK && good == PAGES, "SG write of %d pages in one op (%d intact)%s%s",
-	       PAGES, good, rc ? ": " : "", rc ? err.msg : "");
+	CHECK(rc == RH_OK && good == PAGES, "SG write of %d pages in one op (%d intact)%s%s", PAGES,
+	      good, rc ? ": " : "", rc ? err.msg : "");
 	/* Read: remote pages in reverse order into contiguous local pages. */
 	cmd(s, CMD_FILL, 32, 0, 2 * PAGES * PG);
 	memset(s->local, 0, PAGES * PG);
@@ -161,8 +161,8 @@ static void t_sg(struct sess *s)
 	good = 0;
 	for (int i = 0; i < PAGES && rc == RH_OK; i++)
 		good += check(s->local + i * PG, 32, (uint64_t)(2 * (PAGES - 1 - i)) * PG, PG);
-	tap_ok(rc == RH_OK && good == PAGES, "SG read of %d scattered pages in one op (%d intact)",
-	       PAGES, good);
+	CHECK(rc == RH_OK && good == PAGES, "SG read of %d scattered pages in one op (%d intact)",
+	      PAGES, good);
 }
 
 enum { THREADS = 4, FAA_EACH = 5000, CAS_EACH = 1000 };
@@ -232,15 +232,15 @@ static void t_atomics(struct sess *s)
 			int once = 0;
 			for (int i = 0; i < THREADS * FAA_EACH; i++)
 				once += seen[i] == 1;
-			tap_ok(errors == 0 && v == THREADS * FAA_EACH && once == THREADS * FAA_EACH,
-			       "FAA from %d threads: counter %" PRIu64 " of %d, %d distinct old "
-			       "values, %d errors",
-			       THREADS, v, THREADS * FAA_EACH, once, errors);
+			CHECK(errors == 0 && v == THREADS * FAA_EACH && once == THREADS * FAA_EACH,
+			      "FAA from %d threads: counter %" PRIu64 " of %d, %d distinct old "
+			      "values, %d errors",
+			      THREADS, v, THREADS * FAA_EACH, once, errors);
 		} else {
-			tap_ok(errors == 0 && v == THREADS * CAS_EACH,
-			       "CAS increments from %d threads: counter %" PRIu64
-			       " of %d, %d errors",
-			       THREADS, v, THREADS * CAS_EACH, errors);
+			CHECK(errors == 0 && v == THREADS * CAS_EACH,
+			      "CAS increments from %d threads: counter %" PRIu64
+			      " of %d, %d errors",
+			      THREADS, v, THREADS * CAS_EACH, errors);
 		}
 	}
 	free(seen);
@@ -248,13 +248,13 @@ static void t_atomics(struct sess *s)
 	uint64_t w = s->base + CTR_OFF + 16;
 	int rc = rh_tp_write8(s->c, w, 0x0123456789abcdefull, 77, &err);
 	rc = rc ? rc : rh_tp_wait(s->c, 77, -1, &err);
-	tap_ok(rc == RH_OK && cmd(s, CMD_GET64, 0, CTR_OFF + 16, 0) == 0x0123456789abcdefull,
-	       "aligned write8 lands");
+	CHECK(rc == RH_OK && cmd(s, CMD_GET64, 0, CTR_OFF + 16, 0) == 0x0123456789abcdefull,
+	      "aligned write8 lands");
 	uint64_t old;
 	rc = rh_tp_write8(s->c, w + 4, 1, 78, &err);
-	tap_ok(rc == RH_EINVAL, "unaligned write8 refused: %s", err.msg);
+	CHECK(rc == RH_EINVAL, "unaligned write8 refused: %s", err.msg);
 	rc = rh_tp_cas(s->c, w + 1, 0, 1, &old, 79, &err);
-	tap_ok(rc == RH_EINVAL, "unaligned CAS refused: %s", err.msg);
+	CHECK(rc == RH_EINVAL, "unaligned CAS refused: %s", err.msg);
 }
 
 static void t_messages(struct sess *s)
@@ -275,10 +275,10 @@ static void t_messages(struct sess *s)
 	size_t len = 0;
 	if (rc == RH_OK)
 		rc = rh_tp_recv(s->c, &m, sizeof m, &len, 30000, &err);
-	tap_ok(rc == RH_OK && m.a == COUNT,
-	       "%d messages to a slow receiver (window %d): %d sent, %" PRIu64
-	       " arrived in order and intact%s%s",
-	       COUNT, SLOW_CREDITS, sent, m.a, rc ? ": " : "", rc ? err.msg : "");
+	CHECK(rc == RH_OK && m.a == COUNT,
+	      "%d messages to a slow receiver (window %d): %d sent, %" PRIu64
+	      " arrived in order and intact%s%s",
+	      COUNT, SLOW_CREDITS, sent, m.a, rc ? ": " : "", rc ? err.msg : "");
 	/* Largest message, echoed. */
 	size_t max = 64 * 1024;
 	struct cmd_msg echo = {CMD_ECHO, 0, 0, 0};
@@ -288,10 +288,10 @@ static void t_messages(struct sess *s)
 	memset(buf, 0, max);
 	if (rc == RH_OK)
 		rc = rh_tp_recv(s->c, buf, max, &len, 10000, &err);
-	tap_ok(rc == RH_OK && len == max && check(buf + sizeof echo, 5, 0, max - sizeof echo),
-	       "message of max_msg (%zu) bytes round-trips intact", max);
+	CHECK(rc == RH_OK && len == max && check(buf + sizeof echo, 5, 0, max - sizeof echo),
+	      "message of max_msg (%zu) bytes round-trips intact", max);
 	rc = rh_tp_send(s->c, buf, max + 1, -1, &err);
-	tap_ok(rc == RH_EINVAL, "message of max_msg+1 bytes refused: %s", err.msg);
+	CHECK(rc == RH_EINVAL, "message of max_msg+1 bytes refused: %s", err.msg);
 	/* rh_tp_fd wakes a poll loop when a message arrives. An eventfd-style
 	 * (non-blocking) fd is drained first so that the check means
 	 * something; other fds are only polled. */
@@ -304,8 +304,8 @@ static void t_messages(struct sess *s)
 	struct pollfd pf = {fd, POLLIN, 0};
 	int ready = fd >= 0 ? poll(&pf, 1, 5000) : -1;
 	int rc4 = rh_tp_recv(s->c, buf, max, &len, 5000, &err);
-	tap_ok(rc == RH_OK && rc4 == RH_OK && (fd < 0 || ready == 1),
-	       "rh_tp_fd (%d) is readable once a message arrived", fd);
+	CHECK(rc == RH_OK && rc4 == RH_OK && (fd < 0 || ready == 1),
+	      "rh_tp_fd (%d) is readable once a message arrived", fd);
 	/* A receive buffer too small leaves the message queued. */
 	memcpy(buf, &echo, sizeof echo);
 	rc = rh_tp_send(s->c, buf, 100, -1, &err);
@@ -313,8 +313,8 @@ static void t_messages(struct sess *s)
 	int rc2 = rh_tp_recv(s->c, buf, 10, &len, 10000, &err);
 	size_t len2 = 0;
 	int rc3 = rh_tp_recv(s->c, buf, 100, &len2, 10000, &err);
-	tap_ok(rc == RH_OK && rc2 == RH_EINVAL && len == 100 && rc3 == RH_OK && len2 == 100,
-	       "short receive buffer: RH_EINVAL with the size, message kept");
+	CHECK(rc == RH_OK && rc2 == RH_EINVAL && len == 100 && rc3 == RH_OK && len2 == 100,
+	      "short receive buffer: RH_EINVAL with the size, message kept");
 	free(buf);
 }
 
@@ -323,11 +323,11 @@ static void t_large(struct sess *s)
 	rh_error err = {0};
 	fill(s->local, 41, 0, DATA_SIZE);
 	int rc = one(s, true, 0, s->local, (uint32_t)DATA_SIZE, &err);
-	tap_ok(rc == RH_OK && cmd(s, CMD_CHECK, 41, 0, DATA_SIZE) == 1,
-	       "64 MiB write in one op lands intact%s%s", rc ? ": " : "", rc ? err.msg : "");
+	CHECK(rc == RH_OK && cmd(s, CMD_CHECK, 41, 0, DATA_SIZE) == 1,
+	      "64 MiB write in one op lands intact%s%s", rc ? ": " : "", rc ? err.msg : "");
 	memset(s->local, 0, DATA_SIZE);
 	rc = one(s, false, 0, s->local, (uint32_t)DATA_SIZE, &err);
-	tap_ok(rc == RH_OK && check(s->local, 41, 0, DATA_SIZE), "64 MiB read in one op intact");
+	CHECK(rc == RH_OK && check(s->local, 41, 0, DATA_SIZE), "64 MiB read in one op intact");
 }
 
 static bool names_addr(const rh_error *e, uint64_t addr)
@@ -343,30 +343,30 @@ static void t_bounds(struct sess *s)
 	uint64_t below = s->base - 8, end = s->base + s->size - 8;
 	rh_tp_sge sg = {s->local, below, 8};
 	int rc = rh_tp_read(s->c, &sg, 1, 90, &err);
-	tap_ok(rc == RH_ERANGE && names_addr(&err, below), "read below the range refused: %s",
-	       err.msg);
+	CHECK(rc == RH_ERANGE && names_addr(&err, below), "read below the range refused: %s",
+	      err.msg);
 	sg = (rh_tp_sge){s->local, end, 16};
 	rc = rh_tp_write(s->c, &sg, 1, 91, &err);
-	tap_ok(rc == RH_ERANGE && names_addr(&err, end), "write straddling the end refused: %s",
-	       err.msg);
+	CHECK(rc == RH_ERANGE && names_addr(&err, end), "write straddling the end refused: %s",
+	      err.msg);
 	rh_tp_sge two[2] = {{s->local, s->base, 8}, {s->local, s->base + s->size, 8}};
 	rc = rh_tp_read(s->c, two, 2, 92, &err);
-	tap_ok(rc == RH_ERANGE, "SG list with one bad element refused: %s", err.msg);
+	CHECK(rc == RH_ERANGE, "SG list with one bad element refused: %s", err.msg);
 	uint64_t junk[2];
 	sg = (rh_tp_sge){junk, s->base, 8};
 	rc = rh_tp_read(s->c, &sg, 1, 93, &err);
-	tap_ok(rc == RH_ERANGE, "unregistered local buffer refused: %s", err.msg);
+	CHECK(rc == RH_ERANGE, "unregistered local buffer refused: %s", err.msg);
 	uint64_t old;
 	rc = rh_tp_faa(s->c, s->base + s->size, 1, &old, 94, &err);
-	tap_ok(rc == RH_ERANGE, "FAA past the end refused: %s", err.msg);
+	CHECK(rc == RH_ERANGE, "FAA past the end refused: %s", err.msg);
 	rh_tp_completion cq[8];
-	tap_ok(rh_tp_poll(s->c, cq, 8, &err) == 0, "refused operations complete nothing");
+	CHECK(rh_tp_poll(s->c, cq, 8, &err) == 0, "refused operations complete nothing");
 	/* A withdrawn range is refused; the withdrawal is ordered before the
 	 * reply message. */
 	rc = cmd(s, CMD_DEREG, 0, 0, 0) == 1 ? RH_OK : RH_EIO;
 	sg = (rh_tp_sge){s->local, s->base, 8};
 	int rc2 = rh_tp_read(s->c, &sg, 1, 95, &err);
-	tap_ok(rc == RH_OK && rc2 == RH_ERANGE, "read of a withdrawn range refused: %s", err.msg);
+	CHECK(rc == RH_OK && rc2 == RH_ERANGE, "read of a withdrawn range refused: %s", err.msg);
 }
 
 static void t_auth(const struct env *e, struct child *srv)
@@ -374,13 +374,13 @@ static void t_auth(const struct env *e, struct child *srv)
 	struct sess s;
 	rh_error err = {0};
 	int rc = sess_open(e, srv, "wrong-secret", 5000, &s, &err);
-	tap_ok(rc == RH_EAUTH, "wrong secret: connector gets RH_EAUTH: %s", err.msg);
+	CHECK(rc == RH_EAUTH, "wrong secret: connector gets RH_EAUTH: %s", err.msg);
 	int code = child_report(srv, 5000);
-	tap_ok(code == RH_EAUTH, "wrong secret: listener gets RH_EAUTH (got %d)", code);
+	CHECK(code == RH_EAUTH, "wrong secret: listener gets RH_EAUTH (got %d)", code);
 	rc = sess_open(e, srv, SECRET, 5000, &s, &err);
-	tap_ok(rc == RH_OK && cmd(&s, CMD_GET64, 0, CTR_OFF, 0) != UINT64_MAX,
-	       "listener keeps serving after a failed handshake%s%s", rc ? ": " : "",
-	       rc ? err.msg : "");
+	CHECK(rc == RH_OK && cmd(&s, CMD_GET64, 0, CTR_OFF, 0) != UINT64_MAX,
+	      "listener keeps serving after a failed handshake%s%s", rc ? ": " : "",
+	      rc ? err.msg : "");
 	sess_close(&s);
 }
 
@@ -389,7 +389,7 @@ static void t_killed(const struct env *e, struct child *victim)
 	struct sess s;
 	rh_error err = {0};
 	int rc = sess_open(e, victim, SECRET, 1000, &s, &err);
-	tap_ok(rc == RH_OK, "connect to the victim%s%s", rc ? ": " : "", err.msg);
+	CHECK(rc == RH_OK, "connect to the victim%s%s", rc ? ": " : "", err.msg);
 	if (rc)
 		return;
 	/* Transfers in flight when the peer dies. */
@@ -409,23 +409,23 @@ static void t_killed(const struct env *e, struct child *victim)
 		first = rc;
 	}
 	uint64_t dt = now_ms() - t0;
-	tap_ok(first == RH_EPEER || first == RH_ETIMEDOUT,
-	       "peer killed mid-transfer: error %d (%s) after %" PRIu64 " ms", first,
-	       rh_status_name(first), dt);
-	tap_ok(dt <= 1000 + 500, "error within the timeout (1000 ms): %" PRIu64 " ms", dt);
+	CHECK(first == RH_EPEER || first == RH_ETIMEDOUT,
+	      "peer killed mid-transfer: error %d (%s) after %" PRIu64 " ms", first,
+	      rh_status_name(first), dt);
+	CHECK(dt <= 1000 + 500, "error within the timeout (1000 ms): %" PRIu64 " ms", dt);
 	int done = 0, bad = 0;
 	for (uint64_t i = 0; i < INFLIGHT; i++) {
 		int st = rh_tp_wait(s.c, 500 + i, 2000, &err);
 		done += st != RH_ETIMEDOUT;
 		bad += st != RH_OK && st != RH_EPEER && st != RH_ETIMEDOUT;
 	}
-	tap_ok(bad == 0 && done == INFLIGHT,
-	       "in-flight operations all complete, with OK or RH_EPEER (%d of %d reported)", done,
-	       INFLIGHT);
+	CHECK(bad == 0 && done == INFLIGHT,
+	      "in-flight operations all complete, with OK or RH_EPEER (%d of %d reported)", done,
+	      INFLIGHT);
 	size_t len;
 	uint8_t b[64];
 	rc = rh_tp_recv(s.c, b, sizeof b, &len, 2000, &err);
-	tap_ok(rc == RH_EPEER, "recv from a dead peer: RH_EPEER: %s", err.msg);
+	CHECK(rc == RH_EPEER, "recv from a dead peer: RH_EPEER: %s", err.msg);
 	rh_tp_close(s.c);
 	child_stop(victim);
 }
@@ -435,7 +435,7 @@ static void t_stopped(const struct env *e, struct child *victim)
 	struct sess s;
 	rh_error err = {0};
 	int rc = sess_open(e, victim, SECRET, 1000, &s, &err);
-	tap_ok(rc == RH_OK, "connect to the victim%s%s", rc ? ": " : "", err.msg);
+	CHECK(rc == RH_OK, "connect to the victim%s%s", rc ? ": " : "", err.msg);
 	if (rc)
 		return;
 	kill(victim->pid, SIGSTOP);
@@ -447,9 +447,9 @@ static void t_stopped(const struct env *e, struct child *victim)
 	if (rc == RH_OK)
 		rc = rh_tp_recv(s.c, &m, sizeof m, &len, -1, &err);
 	uint64_t dt = now_ms() - t0;
-	tap_ok(rc == RH_ETIMEDOUT && dt >= 900 && dt <= 2500,
-	       "stopped peer: request/reply gives RH_ETIMEDOUT after %" PRIu64 " ms (timeout 1000)",
-	       dt);
+	CHECK(rc == RH_ETIMEDOUT && dt >= 900 && dt <= 2500,
+	      "stopped peer: request/reply gives RH_ETIMEDOUT after %" PRIu64 " ms (timeout 1000)",
+	      dt);
 	rh_tp_sge sg = {s.local, s.base, 4096};
 	t0 = now_ms();
 	rc = rh_tp_read(s.c, &sg, 1, 700, &err);
@@ -458,9 +458,9 @@ static void t_stopped(const struct env *e, struct child *victim)
 	dt = now_ms() - t0;
 	/* Where the NIC's role needs no CPU of the peer (shm, verbs), the
 	 * read completes; where it does (tcp), it must time out. */
-	tap_ok((rc == RH_OK && dt < 900) || (rc == RH_ETIMEDOUT && dt >= 900 && dt <= 2500),
-	       "stopped peer: one-sided read %s after %" PRIu64 " ms",
-	       rc == RH_OK ? "completed without the peer's CPU" : rh_status_name(rc), dt);
+	CHECK((rc == RH_OK && dt < 900) || (rc == RH_ETIMEDOUT && dt >= 900 && dt <= 2500),
+	      "stopped peer: one-sided read %s after %" PRIu64 " ms",
+	      rc == RH_OK ? "completed without the peer's CPU" : rh_status_name(rc), dt);
 	rh_tp_close(s.c);
 	child_stop(victim);
 }
@@ -476,6 +476,7 @@ static int usage(void)
 
 int main(int argc, char **argv)
 {
+	check_verbose = 1; /* every case it ran, as the log of a conformance run */
 	if (argc < 2 || argv[1][0] == '-')
 		return usage();
 	struct env e = {argv[1], "127.0.0.1", 0};
@@ -494,9 +495,9 @@ int main(int argc, char **argv)
 	if (child_start(&e, e.port, 64, &srv) ||
 	    child_start(&e, e.port ? e.port + 1 : 0, 1, &killv) ||
 	    child_start(&e, e.port ? e.port + 2 : 0, 1, &stopv)) {
-		tap_ok(false, "start the passive sides (provider %s)", e.provider);
+		CHECK(false, "start the passive sides (provider %s)", e.provider);
 		child_stop(&srv), child_stop(&killv), child_stop(&stopv);
-		return tap_finish();
+		return check_done();
 	}
 	local_mem =
 	        mmap(NULL, LOCAL_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -508,7 +509,7 @@ int main(int argc, char **argv)
 		rh_error err = {0};
 		int rc = sess_open(&e, &srv, SECRET, 5000, &s, &err);
 		if (rc != RH_OK) {
-			tap_ok(false, "connect for case %zu: %s", i, err.msg);
+			CHECK(false, "connect for case %zu: %s", i, err.msg);
 			continue;
 		}
 		cases[i](&s);
@@ -518,5 +519,5 @@ int main(int argc, char **argv)
 	t_killed(&e, &killv);
 	t_stopped(&e, &stopv);
 	child_stop(&srv);
-	return tap_finish();
+	return check_done();
 }

@@ -12,37 +12,6 @@
 
 #include "harness.h"
 
-static int n_pass, n_fail;
-
-void tap_ok(bool cond, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	printf("%s %d - ", cond ? "ok" : "not ok", n_pass + n_fail + 1);
-	vprintf(fmt, ap);
-	printf("\n");
-	va_end(ap);
-	fflush(stdout);
-	cond ? n_pass++ : n_fail++;
-}
-
-void tap_note(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	printf("# ");
-	vprintf(fmt, ap);
-	printf("\n");
-	va_end(ap);
-	fflush(stdout);
-}
-
-int tap_finish(void)
-{
-	printf("%d passed, %d failed\n", n_pass, n_fail);
-	return n_fail ? 1 : 0;
-}
-
 uint8_t pattern(uint64_t seed, uint64_t off)
 {
 	uint64_t x = (off >> 3) * 0x9E3779B97F4A7C15ull + seed * 0xBF58476D1CE4E5B9ull;

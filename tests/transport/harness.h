@@ -1,5 +1,6 @@
-/* rh-tp-conformance harness: TAP-ish reporting, the data pattern, and the
- * passive side (a forked child) driven by command messages. */
+/* rh-tp-conformance harness: the data pattern, and the passive side (a
+ * forked child) driven by command messages. Checks and the closing line
+ * come from tests/common/check.h. */
 #ifndef RH_TP_HARNESS_H
 #define RH_TP_HARNESS_H
 
@@ -8,6 +9,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "tests/common/check.h"
 #include "transport/transport.h"
 
 #define REGION_SIZE ((size_t)66 << 20) /* passive side's advertised range */
@@ -35,11 +37,6 @@ struct env {
 	const char *host;
 	uint16_t port; /* 0 = ephemeral */
 };
-
-/* ---- reporting ---- */
-void tap_ok(bool cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void tap_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-int tap_finish(void); /* prints "N passed, N failed"; exit status */
 
 /* ---- data ---- */
 uint8_t pattern(uint64_t seed, uint64_t off);

@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "check.h"
+#include "tests/common/check.h"
 #include "rheap/rheap.h"
 
 #define MIB (1ull << 20)
@@ -35,7 +35,7 @@ static const char *q(const char *s)
 
 static int has(const char *s, const char *want)
 {
-	return t_contains(s, q(want));
+	return check_contains(s, q(want));
 }
 
 static int cfg_equal(const rh_config *a, const rh_config *b)
@@ -99,11 +99,11 @@ static void test_defaults(void)
 	CHECK(c.young_fraction == 0.25 && c.full_threshold == 0.15 && c.offload == 1);
 	CHECK(c.tracer_threads == 1 && c.reorder == 1 && c.verify == 0 && c.secret_len == 0 &&
 	      c.concurrent_mark == 1 && c.copy_threads == 0);
-	CHECKF(rh_config_check(&c, &err) == 0, "%s", err.msg);
+	CHECK(rh_config_check(&c, &err) == 0, "%s", err.msg);
 	CHECK(c.region_size == MIB); /* 1 GiB / 1024 */
 
 	rh_config p;
-	CHECKF(rh_config_parse(q("{}"), NULL, &p, &err) == 0, "%s", err.msg);
+	CHECK(rh_config_parse(q("{}"), NULL, &p, &err) == 0, "%s", err.msg);
 	CHECK(cfg_equal(&c, &p));
 }
 
@@ -111,7 +111,7 @@ static void parse_ok(const char *js, rh_config *c)
 {
 	rh_error err = {0};
 	int rc = rh_config_parse(q(js), tmpdir, c, &err);
-	CHECKF(rc == 0, "%s: %s", js, err.msg);
+	CHECK(rc == 0, "%s: %s", js, err.msg);
 }
 
 static void test_values(void)
@@ -161,8 +161,8 @@ static void test_derivation(void)
 		rh_config c;
 		snprintf(js, sizeof js, "{'heap':{'size':'%s'}}", cases[i].size);
 		parse_ok(js, &c);
-		CHECKF(c.region_size == cases[i].region, "%s: region %llu", cases[i].size,
-		       (unsigned long long)c.region_size);
+		CHECK(c.region_size == cases[i].region, "%s: region %llu", cases[i].size,
+		      (unsigned long long)c.region_size);
 	}
 	/* partitions pull the derived size down until it divides them */
 	rh_config c;
@@ -203,18 +203,18 @@ static void test_round_trip(void)
 		rh_config a, b;
 		rh_error err = {0};
 		int rc = rh_config_parse(q(good[i]), tmpdir, &a, &err);
-		CHECKF(rc == 0, "case %zu: %s", i, err.msg);
+		CHECK(rc == 0, "case %zu: %s", i, err.msg);
 		if (rc)
 			continue;
 		char *js = rh_config_to_json(&a);
 		CHECK(js != NULL);
 		/* the secret itself never leaves the process */
-		CHECKF(!has(js, "0123456789abcdef"), "case %zu: secret in %s", i, js);
+		CHECK(!has(js, "0123456789abcdef"), "case %zu: secret in %s", i, js);
 		if (i == 0) /* short form for human-typed values */
-			CHECKF(has(js, "'full_threshold': 0.15,"), "%s", js);
+			CHECK(has(js, "'full_threshold': 0.15,"), "%s", js);
 		rc = rh_config_parse(js, NULL, &b, &err);
-		CHECKF(rc == 0, "case %zu: %s\n%s", i, err.msg, js);
-		CHECKF(cfg_equal(&a, &b), "case %zu differs after round trip:\n%s", i, js);
+		CHECK(rc == 0, "case %zu: %s\n%s", i, err.msg, js);
+		CHECK(cfg_equal(&a, &b), "case %zu differs after round trip:\n%s", i, js);
 		/* and the check of a parsed config is idempotent */
 		rh_config c = a;
 		CHECK(rh_config_check(&c, &err) == 0 && cfg_equal(&a, &c));
@@ -372,11 +372,11 @@ static void test_bad(void)
 		rh_config c;
 		rh_error err = {0};
 		int rc = rh_config_parse(q(bad[i].json), tmpdir, &c, &err);
-		CHECKF(rc == RH_ECONFIG && err.code == RH_ECONFIG, "case %zu accepted: %.200s", i,
-		       bad[i].json);
-		CHECKF(has(err.msg, bad[i].want), "case %zu:\n  got  %s\n  want %s", i, err.msg,
-		       bad[i].want);
-		CHECKF(strncmp(err.msg, "config: ", 8) == 0, "case %zu: %s", i, err.msg);
+		CHECK(rc == RH_ECONFIG && err.code == RH_ECONFIG, "case %zu accepted: %.200s", i,
+		      bad[i].json);
+		CHECK(has(err.msg, bad[i].want), "case %zu:\n  got  %s\n  want %s", i, err.msg,
+		      bad[i].want);
+		CHECK(strncmp(err.msg, "config: ", 8) == 0, "case %zu: %s", i, err.msg);
 	}
 	/* the exact form the documentation promises */
 	rh_config c;
@@ -463,9 +463,9 @@ static void test_check_same(void)
 		uint64_t region_before = hand.region_size;
 		int r1 = rh_config_check(&hand, &e1);
 		int r2 = rh_config_parse(q(js[i]), tmpdir, &parsed, &e2);
-		CHECKF(r1 == RH_ECONFIG && r2 == RH_ECONFIG, "case %zu: %d %d", i, r1, r2);
-		CHECKF(strcmp(e1.msg, e2.msg) == 0, "case %zu:\n  check: %s\n  parse: %s", i,
-		       e1.msg, e2.msg);
+		CHECK(r1 == RH_ECONFIG && r2 == RH_ECONFIG, "case %zu: %d %d", i, r1, r2);
+		CHECK(strcmp(e1.msg, e2.msg) == 0, "case %zu:\n  check: %s\n  parse: %s", i, e1.msg,
+		      e2.msg);
 		/* a rejected struct is left as it was */
 		CHECK(hand.region_size == region_before);
 	}
@@ -489,7 +489,7 @@ static void test_check_same(void)
 	hand.servers[0].port = 9;
 	memcpy(hand.secret, secret32, 32);
 	hand.secret_len = 32;
-	CHECKF(rh_config_check(&hand, &e1) == 0, "%s", e1.msg);
+	CHECK(rh_config_check(&hand, &e1) == 0, "%s", e1.msg);
 	CHECK(hand.servers[0].partition_size == GIB);
 	hand.cache_fraction = 0.0 / 0.0; /* NaN must not slip through comparisons */
 	CHECK(rh_config_check(&hand, &e1) == RH_ECONFIG && has(e1.msg, "cache.fraction"));
@@ -532,7 +532,7 @@ static void test_mutations(void)
 		}
 	}
 	CHECK(clean);
-	CHECKF(accepted > 0 && rejected > 0, "accepted %d rejected %d", accepted, rejected);
+	CHECK(accepted > 0 && rejected > 0, "accepted %d rejected %d", accepted, rejected);
 }
 
 /* ------------------------------------------------------------------ secret */
@@ -552,7 +552,7 @@ static void test_secret(void)
 	char buf[300];
 
 	write_file(tpath("s.key"), secret32, 32, 0600);
-	CHECKF(load_secret("s.key", &c, &err) == 0, "%s", err.msg);
+	CHECK(load_secret("s.key", &c, &err) == 0, "%s", err.msg);
 	CHECK(c.secret_len == 32 && memcmp(c.secret, secret32, 32) == 0);
 	CHECK(strcmp(c.secret_file, tpath("s.key")) == 0); /* resolved against base_dir */
 
@@ -572,12 +572,12 @@ static void test_secret(void)
 		write_file(tpath("s.key"), secret32, 32, modes[i]);
 		char want[16];
 		snprintf(want, sizeof want, "mode %04o", (unsigned)modes[i]);
-		CHECKF(load_secret("s.key", &c, &err) == RH_ECONFIG && has(err.msg, want) &&
-		               has(err.msg, "secret_file"),
-		       "mode %o: %s", (unsigned)modes[i], err.msg);
+		CHECK(load_secret("s.key", &c, &err) == RH_ECONFIG && has(err.msg, want) &&
+		              has(err.msg, "secret_file"),
+		      "mode %o: %s", (unsigned)modes[i], err.msg);
 	}
 	write_file(tpath("s.key"), secret32, 32, 0700);
-	CHECKF(load_secret("s.key", &c, &err) == 0, "%s", err.msg);
+	CHECK(load_secret("s.key", &c, &err) == 0, "%s", err.msg);
 
 	/* lengths: 16..128 after the newline is dropped */
 	memset(buf, 'k', sizeof buf);
@@ -594,13 +594,13 @@ static void test_secret(void)
 		write_file(tpath("s.key"), buf, lens[i].len + strlen(lens[i].tail), 0600);
 		int rc = load_secret("s.key", &c, &err);
 		if (lens[i].ok)
-			CHECKF(rc == 0 && c.secret_len == lens[i].len, "len %zu: %s", lens[i].len,
-			       err.msg);
+			CHECK(rc == 0 && c.secret_len == lens[i].len, "len %zu: %s", lens[i].len,
+			      err.msg);
 		else
-			CHECKF(rc == RH_ECONFIG && has(err.msg, "secret_file") &&
-			               has(err.msg,
-			                   lens[i].len < 16 ? "at least 16" : "at most 128"),
-			       "len %zu: %s", lens[i].len, err.msg);
+			CHECK(rc == RH_ECONFIG && has(err.msg, "secret_file") &&
+			              has(err.msg,
+			                  lens[i].len < 16 ? "at least 16" : "at most 128"),
+			      "len %zu: %s", lens[i].len, err.msg);
 	}
 
 	/* not a regular file; missing; a FIFO must not hang */
@@ -637,13 +637,13 @@ static void test_load(const char *examples)
 	CHECK(rh_config_load(tpath("bad.json"), &c, &err) == RH_ECONFIG);
 	char want[512];
 	snprintf(want, sizeof want, "config: %s: line 4", tpath("bad.json"));
-	CHECKF(has(err.msg, want), "%s", err.msg);
+	CHECK(has(err.msg, want), "%s", err.msg);
 
 	js = "{'gc':{'order':'xyz'}}";
 	write_file(tpath("bad2.json"), q(js), strlen(js), 0644);
 	CHECK(rh_config_load(tpath("bad2.json"), &c, &err) == RH_ECONFIG);
 	snprintf(want, sizeof want, "config: %s: gc.order: expected", tpath("bad2.json"));
-	CHECKF(has(err.msg, want), "%s", err.msg);
+	CHECK(has(err.msg, want), "%s", err.msg);
 
 	CHECK(rh_config_load(tpath("nope.json"), &c, &err) == RH_ECONFIG &&
 	      has(err.msg, "cannot open"));
@@ -654,24 +654,24 @@ static void test_load(const char *examples)
 	write_file(tpath("conf/cluster.key"), secret32, 32, 0600);
 	js = "{'servers':[{'host':'127.0.0.1','port':7400}],'secret_file':'cluster.key'}";
 	write_file(tpath("conf/c.json"), q(js), strlen(js), 0644);
-	CHECKF(rh_config_load(tpath("conf/c.json"), &c, &err) == 0, "%s", err.msg);
+	CHECK(rh_config_load(tpath("conf/c.json"), &c, &err) == 0, "%s", err.msg);
 	CHECK(c.secret_len == 32 && strcmp(c.secret_file, tpath("conf/cluster.key")) == 0);
 
 	/* the shipped examples */
 	if (!examples) {
-		CHECKF(0, "%s", "no examples directory given (argv[1])");
+		CHECK(0, "%s", "no examples directory given (argv[1])");
 		return;
 	}
 	char path[1024];
 	snprintf(path, sizeof path, "%s/local.json", examples);
-	CHECKF(rh_config_load(path, &c, &err) == 0, "%s", err.msg);
+	CHECK(rh_config_load(path, &c, &err) == 0, "%s", err.msg);
 	CHECK(c.n_servers == 0);
 
 	/* two-tracers-shm.json names a secret file next to it: copy it to a
 	 * directory where one exists */
 	snprintf(path, sizeof path, "%s/two-tracers-shm.json", examples);
 	FILE *f = fopen(path, "r");
-	CHECKF(f != NULL, "%s", path);
+	CHECK(f != NULL, "%s", path);
 	if (!f)
 		return;
 	static char text[65536];
@@ -680,7 +680,7 @@ static void test_load(const char *examples)
 	mkdir(tpath("ex"), 0700);
 	write_file(tpath("ex/two-tracers-shm.json"), text, n, 0644);
 	write_file(tpath("ex/rheap.secret"), secret32, 32, 0600);
-	CHECKF(rh_config_load(tpath("ex/two-tracers-shm.json"), &c, &err) == 0, "%s", err.msg);
+	CHECK(rh_config_load(tpath("ex/two-tracers-shm.json"), &c, &err) == 0, "%s", err.msg);
 	CHECK(c.n_servers == 2 && !strcmp(c.provider, "shm") &&
 	      c.servers[0].partition_size + c.servers[1].partition_size == c.heap_size);
 	/* and without its secret it is refused, naming the key */
@@ -722,5 +722,5 @@ int main(int argc, char **argv)
 	test_secret();
 	test_load(argc > 1 ? argv[1] : NULL);
 	rm_tree();
-	return t_finish();
+	return check_done();
 }

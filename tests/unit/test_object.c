@@ -6,7 +6,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "check.h"
+#include "tests/common/check.h"
 #include "gc/object.h"
 
 struct seen {
@@ -65,7 +65,7 @@ static void build(rh_type_table *tt)
 	rh_typetab_init(tt);
 	for (size_t i = 0; i < sizeof ds / sizeof ds[0]; i++) {
 		rh_error err;
-		CHECKF(rh_typetab_add(tt, &ds[i], &err) == i + 1, "%s", err.msg);
+		CHECK(rh_typetab_add(tt, &ds[i], &err) == i + 1, "%s", err.msg);
 	}
 }
 
@@ -218,5 +218,5 @@ int main(void)
 	test_invalid(&tt);
 	test_no_overread(&tt);
 	rh_typetab_free(&tt);
-	return t_finish();
+	return check_done();
 }

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
+#include "tests/common/check.h"
 #include "common/common.h"
 #include "gc/region.h"
 #include "wire/proto.h"
@@ -34,8 +34,8 @@ static uint8_t *pl(uint8_t *b, size_t off)
 static size_t enc(const rh_msg *m)
 {
 	size_t n = rh_msg_encode(m, buf, sizeof buf);
-	CHECKF(n >= RH_PROTO_HDR && n <= RH_PROTO_MAX, "%s encodes to %zu bytes",
-	       rh_msg_type_name(m->type), n);
+	CHECK(n >= RH_PROTO_HDR && n <= RH_PROTO_MAX, "%s encodes to %zu bytes",
+	      rh_msg_type_name(m->type), n);
 	return n;
 }
 
@@ -43,7 +43,7 @@ static int dec(const uint8_t *b, size_t len, rh_msg *m)
 {
 	rh_error err = {0};
 	int rc = rh_msg_decode(b, len, m, &err);
-	CHECKF(rc == RH_OK, "%s: %s", rh_msg_type_name(b[3]), err.msg);
+	CHECK(rc == RH_OK, "%s: %s", rh_msg_type_name(b[3]), err.msg);
 	return rc == RH_OK;
 }
 
@@ -52,8 +52,8 @@ static int dec(const uint8_t *b, size_t len, rh_msg *m)
 static void same_bytes(const rh_msg *m, const uint8_t *orig, size_t len)
 {
 	size_t n = rh_msg_encode(m, tmp, sizeof tmp);
-	CHECKF(n == len && memcmp(tmp, orig, len) == 0, "%s re-encodes to %zu bytes, want %zu",
-	       rh_msg_type_name(m->type), n, len);
+	CHECK(n == len && memcmp(tmp, orig, len) == 0, "%s re-encodes to %zu bytes, want %zu",
+	      rh_msg_type_name(m->type), n, len);
 }
 
 static int rejected_quiet(const uint8_t *b, size_t len, const char *sub, char *why, size_t cap)
@@ -72,7 +72,7 @@ static int rejected_quiet(const uint8_t *b, size_t len, const char *sub, char *w
 #define REJECT(b, len, sub, what)                                                                  \
 	do {                                                                                       \
 		char why_[512];                                                                    \
-		CHECKF(rejected_quiet(b, len, sub, why_, sizeof why_), "%s: %s", what, why_);      \
+		CHECK(rejected_quiet(b, len, sub, why_, sizeof why_), "%s: %s", what, why_);       \
 	} while (0)
 
 /* The message in buf with its payload cut to plen bytes or padded with zero
@@ -100,12 +100,12 @@ static void wrong_lengths(const uint8_t *orig, size_t len, size_t grow, int ever
 		if (!rejected_quiet(tmp, n, name, why, sizeof why) && !bad++)
 			first = k;
 	}
-	CHECKF(bad == 0, "%s: %zu truncations accepted, first at %zu of %zu: %s", name, bad, first,
-	       plen, why);
+	CHECK(bad == 0, "%s: %zu truncations accepted, first at %zu of %zu: %s", name, bad, first,
+	      plen, why);
 	for (size_t g = 1; g <= grow && RH_PROTO_HDR + plen + g <= RH_PROTO_MAX; g++) {
 		size_t n = resized(copy, len, plen + g);
 		int ok = rejected_quiet(tmp, n, name, why, sizeof why);
-		CHECKF(ok, "%s: payload %zu + %zu accepted: %s", name, plen, g, why);
+		CHECK(ok, "%s: payload %zu + %zu accepted: %s", name, plen, g, why);
 	}
 	/* The header alone disagreeing with the received length. */
 	memcpy(tmp, copy, len);
@@ -138,7 +138,7 @@ static void regions_round_trip(uint32_t n, uint32_t flags)
 	m.u.regions =
 	        (rh_msg_regions){.epoch = 0x123456789abcdefull, .flags = flags, .n = n, .ents = d};
 	size_t len = enc(&m);
-	CHECKF(len == RH_PROTO_HDR + 16 + 16 * (size_t)n, "REGIONS of %u: %zu bytes", n, len);
+	CHECK(len == RH_PROTO_HDR + 16 + 16 * (size_t)n, "REGIONS of %u: %zu bytes", n, len);
 	rh_msg r;
 	if (!dec(buf, len, &r))
 		goto out;
@@ -151,7 +151,7 @@ static void regions_round_trip(uint32_t n, uint32_t flags)
 		if (memcmp(&back[i], &d[i], sizeof d[i]) != 0)
 			diff++;
 	}
-	CHECKF(diff == 0, "REGIONS of %u: %u entries differ", n, diff);
+	CHECK(diff == 0, "REGIONS of %u: %u entries differ", n, diff);
 	r.u.regions.ents = back;
 	same_bytes(&r, buf, len);
 	wrong_lengths(buf, len, 16, n <= 8);
@@ -197,7 +197,7 @@ static void regions_reject(void)
 		snprintf(what, sizeof what, "REGIONS kind %u, %u%% evicted", cases[c].kind,
 		         cases[c].pct);
 		if (cases[c].ok) {
-			CHECKF(dec(tmp, len, &r), "%s", what);
+			CHECK(dec(tmp, len, &r), "%s", what);
 		} else {
 			REJECT(tmp, len, cases[c].pct > 100 ? "evicted" : "kind", what);
 		}
@@ -218,7 +218,7 @@ static void roots_round_trip(uint32_t n, uint32_t flags)
 	rh_msg m = {.type = RH_MSG_ROOTS, .seq = 3};
 	m.u.roots = (rh_msg_roots){.region = 0xfffffffeu, .flags = flags, .n = n, .offs = o};
 	size_t len = enc(&m);
-	CHECKF(len == RH_PROTO_HDR + 12 + 4 * (size_t)n, "ROOTS of %u: %zu bytes", n, len);
+	CHECK(len == RH_PROTO_HDR + 12 + 4 * (size_t)n, "ROOTS of %u: %zu bytes", n, len);
 	rh_msg r;
 	if (!dec(buf, len, &r))
 		goto out;
@@ -229,7 +229,7 @@ static void roots_round_trip(uint32_t n, uint32_t flags)
 		back[i] = rh_msg_roots_get(&r.u.roots, i);
 		diff += back[i] != o[i];
 	}
-	CHECKF(diff == 0, "ROOTS of %u: %u offsets differ", n, diff);
+	CHECK(diff == 0, "ROOTS of %u: %u offsets differ", n, diff);
 	r.u.roots.offs = back;
 	same_bytes(&r, buf, len);
 	wrong_lengths(buf, len, 4, n <= 8);
@@ -278,7 +278,7 @@ static void marked_round_trip(uint32_t n)
 	rh_msg m = {.type = RH_MSG_MARKED, .seq = 12};
 	m.u.marked = (rh_msg_marked){.n = n, .ents = d};
 	size_t len = enc(&m);
-	CHECKF(len == RH_PROTO_HDR + 4 + 24 * (size_t)n, "MARKED of %u: %zu bytes", n, len);
+	CHECK(len == RH_PROTO_HDR + 4 + 24 * (size_t)n, "MARKED of %u: %zu bytes", n, len);
 	rh_msg r;
 	if (!dec(buf, len, &r))
 		goto out;
@@ -288,7 +288,7 @@ static void marked_round_trip(uint32_t n)
 		rh_msg_marked_get(&r.u.marked, i, &back[i]);
 		diff += memcmp(&back[i], &d[i], sizeof d[i]) != 0;
 	}
-	CHECKF(diff == 0, "MARKED of %u: %u entries differ", n, diff);
+	CHECK(diff == 0, "MARKED of %u: %u entries differ", n, diff);
 	r.u.marked.ents = back;
 	same_bytes(&r, buf, len);
 	wrong_lengths(buf, len, 24, n <= 8);
@@ -313,7 +313,7 @@ static void marked_reject(void)
 	d[1].live_bytes = 4096;
 	len = enc(&m);
 	rh_msg r;
-	CHECKF(dec(buf, len, &r), "MARKED live_bytes = top is legal");
+	CHECK(dec(buf, len, &r), "MARKED live_bytes = top is legal");
 
 	memcpy(tmp, buf, len);
 	le32(pl(tmp, 0), RH_MARKED_MAX + 1);
@@ -339,8 +339,8 @@ static void evacuate_round_trip(uint32_t n_src, uint32_t n_dst, uint32_t flags)
 	m.u.evacuate = (rh_msg_evacuate){
 	        .id = ~0ull, .flags = flags, .n_src = n_src, .n_dst = n_dst, .regions = v};
 	size_t len = enc(&m);
-	CHECKF(len == RH_PROTO_HDR + 20 + 4 * (size_t)n, "EVACUATE of %u + %u: %zu bytes", n_src,
-	       n_dst, len);
+	CHECK(len == RH_PROTO_HDR + 20 + 4 * (size_t)n, "EVACUATE of %u + %u: %zu bytes", n_src,
+	      n_dst, len);
 	rh_msg r;
 	if (!dec(buf, len, &r))
 		goto out;
@@ -352,7 +352,7 @@ static void evacuate_round_trip(uint32_t n_src, uint32_t n_dst, uint32_t flags)
 		back[i] = rh_msg_evacuate_region(&r.u.evacuate, i);
 		diff += back[i] != v[i];
 	}
-	CHECKF(diff == 0, "EVACUATE of %u + %u: %u regions differ", n_src, n_dst, diff);
+	CHECK(diff == 0, "EVACUATE of %u + %u: %u regions differ", n_src, n_dst, diff);
 	r.u.evacuate.regions = back;
 	same_bytes(&r, buf, len);
 	wrong_lengths(buf, len, 4, n <= 8);
@@ -446,7 +446,7 @@ static void evac_refs_round_trip(uint32_t n)
 	rh_msg m = {.type = RH_MSG_EVAC_REFS, .seq = 14};
 	m.u.evac_refs = (rh_msg_evac_refs){.id = 42, .n = n, .pairs = pr};
 	size_t len = enc(&m);
-	CHECKF(len == RH_PROTO_HDR + 12 + 16 * (size_t)n, "EVAC_REFS of %u: %zu bytes", n, len);
+	CHECK(len == RH_PROTO_HDR + 12 + 16 * (size_t)n, "EVAC_REFS of %u: %zu bytes", n, len);
 	rh_msg r;
 	if (!dec(buf, len, &r))
 		goto out;
@@ -457,7 +457,7 @@ static void evac_refs_round_trip(uint32_t n)
 		rh_msg_evac_refs_get(&r.u.evac_refs, i, &back[i]);
 		diff += back[i].slot != pr[i].slot || back[i].value != pr[i].value;
 	}
-	CHECKF(diff == 0, "EVAC_REFS of %u: %u pairs differ", n, diff);
+	CHECK(diff == 0, "EVAC_REFS of %u: %u pairs differ", n, diff);
 	r.u.evac_refs.pairs = back;
 	same_bytes(&r, buf, len);
 	wrong_lengths(buf, len, 16, n <= 8);
@@ -523,8 +523,8 @@ static void evacuated_round_trip(uint32_t n_src, uint32_t n_dst)
 	                                   .src = s,
 	                                   .dst = d};
 	size_t len = enc(&m);
-	CHECKF(len == RH_PROTO_HDR + 56 + 16 * (size_t)n_src + 8 * (size_t)n_dst,
-	       "EVACUATED of %u + %u: %zu bytes", n_src, n_dst, len);
+	CHECK(len == RH_PROTO_HDR + 56 + 16 * (size_t)n_src + 8 * (size_t)n_dst,
+	      "EVACUATED of %u + %u: %zu bytes", n_src, n_dst, len);
 	rh_msg r;
 	if (!dec(buf, len, &r))
 		goto out;
@@ -542,7 +542,7 @@ static void evacuated_round_trip(uint32_t n_src, uint32_t n_dst)
 		rh_msg_evacuated_dst(e, i, &db[i]);
 		diff += memcmp(&db[i], &d[i], sizeof d[i]) != 0;
 	}
-	CHECKF(diff == 0, "EVACUATED of %u + %u: %u entries differ", n_src, n_dst, diff);
+	CHECK(diff == 0, "EVACUATED of %u + %u: %u entries differ", n_src, n_dst, diff);
 	r.u.evacuated.src = sb;
 	r.u.evacuated.dst = db;
 	same_bytes(&r, buf, len);
@@ -568,7 +568,7 @@ static void evacuated_reject(void)
 	s[1].status = RH_EVAC_KEPT;
 	len = enc(&m);
 	rh_msg r;
-	CHECKF(dec(buf, len, &r), "EVACUATED with a kept region");
+	CHECK(dec(buf, len, &r), "EVACUATED with a kept region");
 
 	/* Counts whose byte total wraps a u32 to the 56 bytes sent. */
 	static const uint32_t wrap[][2] = {{0x10000000u, 0},
@@ -621,7 +621,7 @@ static void mark_refs_round_trip(uint32_t n, uint32_t flags)
 	m.u.mark_refs =
 	        (rh_msg_mark_refs){.partition = 0xfffffffdu, .flags = flags, .n = n, .addrs = a};
 	size_t len = enc(&m);
-	CHECKF(len == RH_PROTO_HDR + 12 + 8 * (size_t)n, "MARK_REFS of %u: %zu bytes", n, len);
+	CHECK(len == RH_PROTO_HDR + 12 + 8 * (size_t)n, "MARK_REFS of %u: %zu bytes", n, len);
 	rh_msg r;
 	if (!dec(buf, len, &r))
 		goto out;
@@ -632,7 +632,7 @@ static void mark_refs_round_trip(uint32_t n, uint32_t flags)
 		back[i] = rh_msg_mark_refs_get(&r.u.mark_refs, i);
 		diff += back[i] != a[i];
 	}
-	CHECKF(diff == 0, "MARK_REFS of %u: %u addresses differ", n, diff);
+	CHECK(diff == 0, "MARK_REFS of %u: %u addresses differ", n, diff);
 	r.u.mark_refs.addrs = back;
 	same_bytes(&r, buf, len);
 	wrong_lengths(buf, len, 8, n <= 8);
@@ -649,7 +649,7 @@ static void mark_refs_reject(void)
 	        (rh_msg_mark_refs){.partition = 2, .flags = RH_MARK_ROOTS, .n = 3, .addrs = a};
 	size_t len = enc(&m);
 	rh_msg r;
-	CHECKF(dec(buf, len, &r), "MARK_REFS with ROOTS");
+	CHECK(dec(buf, len, &r), "MARK_REFS with ROOTS");
 
 	memcpy(tmp, buf, len);
 	le32(pl(tmp, 4), 2);
@@ -681,7 +681,7 @@ static void mark_refs_reject(void)
 	a[0] = 0x1000;
 	a[2] = 0xfffffffffffffff8ull;
 	len = enc(&m);
-	CHECKF(dec(buf, len, &r), "MARK_REFS address 2^64 - 8");
+	CHECK(dec(buf, len, &r), "MARK_REFS address 2^64 - 8");
 }
 
 /* -------------------------------------------------------------- MARK_ACK */
@@ -694,11 +694,11 @@ static void mark_ack(void)
 	for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
 		m.u.mark_ack.batches = ok[i];
 		len = enc(&m);
-		CHECKF(len == RH_PROTO_HDR + 4, "MARK_ACK: %zu bytes", len);
+		CHECK(len == RH_PROTO_HDR + 4, "MARK_ACK: %zu bytes", len);
 		if (dec(buf, len, &r)) {
-			CHECKF(r.type == RH_MSG_MARK_ACK && r.seq == 17 &&
-			               r.u.mark_ack.batches == ok[i],
-			       "MARK_ACK of %u", ok[i]);
+			CHECK(r.type == RH_MSG_MARK_ACK && r.seq == 17 &&
+			              r.u.mark_ack.batches == ok[i],
+			      "MARK_ACK of %u", ok[i]);
 			same_bytes(&r, buf, len);
 		}
 	}
@@ -721,14 +721,14 @@ static void full(void)
 	for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
 		m.u.full = (rh_msg_full){.id = ok[i].id, .phase = ok[i].phase};
 		len = enc(&m);
-		CHECKF(len == RH_PROTO_HDR + 16, "FULL: %zu bytes", len);
-		CHECKF(pl(buf, 12)[0] == 0 && pl(buf, 12)[1] == 0 && pl(buf, 12)[2] == 0 &&
-		               pl(buf, 12)[3] == 0,
-		       "FULL: reserved field written as 0");
+		CHECK(len == RH_PROTO_HDR + 16, "FULL: %zu bytes", len);
+		CHECK(pl(buf, 12)[0] == 0 && pl(buf, 12)[1] == 0 && pl(buf, 12)[2] == 0 &&
+		              pl(buf, 12)[3] == 0,
+		      "FULL: reserved field written as 0");
 		if (dec(buf, len, &r)) {
-			CHECKF(r.type == RH_MSG_FULL && r.seq == 18 && r.u.full.id == ok[i].id &&
-			               r.u.full.phase == ok[i].phase,
-			       "FULL %zu", i);
+			CHECK(r.type == RH_MSG_FULL && r.seq == 18 && r.u.full.id == ok[i].id &&
+			              r.u.full.phase == ok[i].phase,
+			      "FULL %zu", i);
 			same_bytes(&r, buf, len);
 		}
 	}
@@ -780,7 +780,7 @@ static void full_done_round_trip(uint32_t n, uint32_t flags)
 	                                   .n = n,
 	                                   .ents = e};
 	size_t len = enc(&m);
-	CHECKF(len == RH_PROTO_HDR + 32 + 16 * (size_t)n, "FULL_DONE of %u: %zu bytes", n, len);
+	CHECK(len == RH_PROTO_HDR + 32 + 16 * (size_t)n, "FULL_DONE of %u: %zu bytes", n, len);
 	rh_msg r;
 	if (!dec(buf, len, &r))
 		goto out;
@@ -796,8 +796,8 @@ static void full_done_round_trip(uint32_t n, uint32_t flags)
 		const uint8_t *q = pl(buf, 32 + 16 * (size_t)i + 4);
 		reserved += (q[0] | q[1] | q[2] | q[3]) != 0;
 	}
-	CHECKF(diff == 0, "FULL_DONE of %u: %u entries differ", n, diff);
-	CHECKF(reserved == 0, "FULL_DONE of %u: %u reserved fields not 0", n, reserved);
+	CHECK(diff == 0, "FULL_DONE of %u: %u entries differ", n, diff);
+	CHECK(reserved == 0, "FULL_DONE of %u: %u reserved fields not 0", n, reserved);
 	r.u.full_done.ents = back;
 	same_bytes(&r, buf, len);
 	wrong_lengths(buf, len, 16, n <= 8);
@@ -897,15 +897,15 @@ static size_t fix_cards_round_trip(uint32_t nm, uint32_t nc, uint32_t nw)
 	len = enc(&m);
 	size_t want =
 	        RH_PROTO_HDR + RH_FIX_CARDS_HDR + 4 * (size_t)nm + 8 * (size_t)nc + 24 * (size_t)nw;
-	CHECKF(len == want, "FIX_CARDS of %u, %u, %u: %zu bytes, want %zu", nm, nc, nw, len, want);
+	CHECK(len == want, "FIX_CARDS of %u, %u, %u: %zu bytes, want %zu", nm, nc, nw, len, want);
 	if (len != want)
 		goto out;
 
 	/* The wire layout of docs/protocol.md: fixed part, cards, writes, and
 	 * the moved regions last (so that every u64 stays 8-byte aligned). */
-	CHECKF(rd32(pl(buf, 8)) == nm && rd32(pl(buf, 12)) == nc && rd32(pl(buf, 16)) == nw &&
-	               rd32(pl(buf, 20)) == 0,
-	       "FIX_CARDS of %u, %u, %u: counts and reserved field on the wire", nm, nc, nw);
+	CHECK(rd32(pl(buf, 8)) == nm && rd32(pl(buf, 12)) == nc && rd32(pl(buf, 16)) == nw &&
+	              rd32(pl(buf, 20)) == 0,
+	      "FIX_CARDS of %u, %u, %u: counts and reserved field on the wire", nm, nc, nw);
 	size_t wo = RH_FIX_CARDS_HDR + 8 * (size_t)nc, mo = wo + 24 * (size_t)nw;
 	uint32_t misplaced = 0;
 	for (uint32_t i = 0; i < nc; i++)
@@ -917,8 +917,8 @@ static size_t fix_cards_round_trip(uint32_t nm, uint32_t nc, uint32_t nw)
 	}
 	for (uint32_t i = 0; i < nm; i++)
 		misplaced += rd32(pl(buf, mo + 4 * (size_t)i)) != mv[i];
-	CHECKF(misplaced == 0, "FIX_CARDS of %u, %u, %u: %u fields off their documented place", nm,
-	       nc, nw, misplaced);
+	CHECK(misplaced == 0, "FIX_CARDS of %u, %u, %u: %u fields off their documented place", nm,
+	      nc, nw, misplaced);
 
 	rh_msg r;
 	if (!dec(buf, len, &r))
@@ -940,7 +940,7 @@ static size_t fix_cards_round_trip(uint32_t nm, uint32_t nc, uint32_t nw)
 		diff += wb[i].slot != w[i].slot || wb[i].old != w[i].old ||
 		        wb[i].value != w[i].value;
 	}
-	CHECKF(diff == 0, "FIX_CARDS of %u, %u, %u: %u entries differ", nm, nc, nw, diff);
+	CHECK(diff == 0, "FIX_CARDS of %u, %u, %u: %u entries differ", nm, nc, nw, diff);
 	r.u.fix_cards.moved = mvb;
 	r.u.fix_cards.cards = cb;
 	r.u.fix_cards.writes = wb;
@@ -971,7 +971,7 @@ static void fix_cards_reject(void)
 	                                   .cards = c,
 	                                   .writes = w};
 	size_t len = enc(&m), plen = len - RH_PROTO_HDR;
-	CHECKF(dec(buf, len, &r), "FIX_CARDS 2, 2, 2");
+	CHECK(dec(buf, len, &r), "FIX_CARDS 2, 2, 2");
 	static uint8_t good[RH_PROTO_MAX];
 	memcpy(good, buf, len);
 
@@ -1056,12 +1056,12 @@ static void fix_cards_reject(void)
 	REJECT(buf, len, "2 cards but no moved region", "FIX_CARDS 0, 2, 1");
 	m.u.fix_cards.n_cards = 0;
 	len = enc(&m);
-	CHECKF(dec(buf, len, &r), "FIX_CARDS 0, 0, 1 (writes need no moved region)");
+	CHECK(dec(buf, len, &r), "FIX_CARDS 0, 0, 1 (writes need no moved region)");
 	m.u.fix_cards.n_moved = 1;
 	m.u.fix_cards.n_cards = 1;
 	m.u.fix_cards.n_writes = 0;
 	len = enc(&m);
-	CHECKF(dec(buf, len, &r), "FIX_CARDS 1, 1, 0");
+	CHECK(dec(buf, len, &r), "FIX_CARDS 1, 1, 0");
 
 	/* Each low bit of each card, slot, old and value, first and last. */
 	m.u.fix_cards.n_moved = 2;
@@ -1095,7 +1095,7 @@ static void fix_cards_reject(void)
 	m.u.fix_cards.cards = c3;
 	m.u.fix_cards.writes = w;
 	len = enc(&m);
-	CHECKF(dec(buf, len, &r), "FIX_CARDS card at 0x...208 is the tracer's to refuse");
+	CHECK(dec(buf, len, &r), "FIX_CARDS card at 0x...208 is the tracer's to refuse");
 
 	/* One past the largest messages: the encoder refuses, even when a
 	 * 32-bit total would wrap to something small. */
@@ -1117,8 +1117,8 @@ static void fix_cards_reject(void)
 		                                   .moved = bmv,
 		                                   .cards = bc,
 		                                   .writes = bw};
-		CHECKF(rh_msg_encode(&m, buf, sizeof buf) == 0, "FIX_CARDS of %u, %u, %u encodes",
-		       past[i][0], past[i][1], past[i][2]);
+		CHECK(rh_msg_encode(&m, buf, sizeof buf) == 0, "FIX_CARDS of %u, %u, %u encodes",
+		      past[i][0], past[i][1], past[i][2]);
 	}
 }
 
@@ -1146,8 +1146,8 @@ static size_t cards_fixed_round_trip(uint32_t n, uint32_t flags)
 	rh_msg m = {.type = RH_MSG_CARDS_FIXED, .seq = 21};
 	m.u.cards_fixed = (rh_msg_cards_fixed){.id = ~0ull - 20, .flags = flags, .n = n, .ents = e};
 	len = enc(&m);
-	CHECKF(len == RH_PROTO_HDR + 16 + 24 * (size_t)n, "CARDS_FIXED of %u: %zu bytes", n, len);
-	CHECKF(len < RH_PROTO_HDR + 16 || rd32(pl(buf, 8)) == flags, "CARDS_FIXED flags at 8");
+	CHECK(len == RH_PROTO_HDR + 16 + 24 * (size_t)n, "CARDS_FIXED of %u: %zu bytes", n, len);
+	CHECK(len < RH_PROTO_HDR + 16 || rd32(pl(buf, 8)) == flags, "CARDS_FIXED flags at 8");
 	rh_msg r;
 	if (!dec(buf, len, &r))
 		goto out;
@@ -1160,7 +1160,7 @@ static size_t cards_fixed_round_trip(uint32_t n, uint32_t flags)
 		diff += back[i].kind != e[i].kind || back[i].region != e[i].region ||
 		        back[i].addr != e[i].addr || back[i].value != e[i].value;
 	}
-	CHECKF(diff == 0, "CARDS_FIXED of %u: %u entries differ", n, diff);
+	CHECK(diff == 0, "CARDS_FIXED of %u: %u entries differ", n, diff);
 	r.u.cards_fixed.ents = back;
 	same_bytes(&r, buf, len);
 	wrong_lengths(buf, len, 24, n <= 8);
@@ -1178,7 +1178,7 @@ static void cards_fixed_reject(void)
 	m.u.cards_fixed =
 	        (rh_msg_cards_fixed){.id = 8, .flags = RH_CARDS_FIXED_LAST, .n = 3, .ents = e};
 	size_t len = enc(&m);
-	CHECKF(dec(buf, len, &r), "CARDS_FIXED of 3");
+	CHECK(dec(buf, len, &r), "CARDS_FIXED of 3");
 
 	for (size_t k = 0; k < 16; k++) {
 		size_t n = resized(buf, len, k);
@@ -1251,7 +1251,7 @@ static void cards_fixed_reject(void)
 		e[i].value = 0;
 	}
 	len = enc(&m);
-	CHECKF(dec(buf, len, &r), "CARDS_FIXED of REF, UNRESOLVED, FAILED");
+	CHECK(dec(buf, len, &r), "CARDS_FIXED of REF, UNRESOLVED, FAILED");
 }
 
 /* ------------------------------------------------------- shared behaviour */
@@ -1350,11 +1350,11 @@ static void encoder_limits(void)
 	ms[11].u.cards_fixed = (rh_msg_cards_fixed){.n = 2, .ents = fx};
 	for (int i = 0; i < 12; i++) {
 		size_t len = rh_msg_encode(&ms[i], buf, sizeof buf);
-		CHECKF(len > RH_PROTO_HDR, "%s encodes", rh_msg_type_name(ms[i].type));
-		CHECKF(rh_msg_encode(&ms[i], buf, len - 1) == 0, "%s fits in %zu bytes",
-		       rh_msg_type_name(ms[i].type), len - 1);
-		CHECKF(rh_msg_encode(&ms[i], buf, len) == len, "%s in exactly %zu bytes",
-		       rh_msg_type_name(ms[i].type), len);
+		CHECK(len > RH_PROTO_HDR, "%s encodes", rh_msg_type_name(ms[i].type));
+		CHECK(rh_msg_encode(&ms[i], buf, len - 1) == 0, "%s fits in %zu bytes",
+		      rh_msg_type_name(ms[i].type), len - 1);
+		CHECK(rh_msg_encode(&ms[i], buf, len) == len, "%s in exactly %zu bytes",
+		      rh_msg_type_name(ms[i].type), len);
 	}
 }
 
@@ -1366,8 +1366,8 @@ static void names(void)
 	_Static_assert(sizeof want / sizeof want[0] == RH_MSG_TYPE_MAX - RH_MSG_REGIONS + 1,
 	               "every type from REGIONS on");
 	for (unsigned t = RH_MSG_REGIONS; t <= RH_MSG_TYPE_MAX; t++)
-		CHECKF(strcmp(rh_msg_type_name(t), want[t - RH_MSG_REGIONS]) == 0, "type %u is %s",
-		       t, rh_msg_type_name(t));
+		CHECK(strcmp(rh_msg_type_name(t), want[t - RH_MSG_REGIONS]) == 0, "type %u is %s",
+		      t, rh_msg_type_name(t));
 	CHECK(strcmp(rh_msg_type_name(RH_MSG_FREE_OK), "FREE_OK") == 0);
 	CHECK(strcmp(rh_msg_type_name(RH_MSG_TYPE_MAX + 1), "?") == 0);
 }
@@ -1426,7 +1426,7 @@ static void v1_messages(void)
 	if (dec(buf, len, &r)) {
 		CHECK(r.type == RH_MSG_FREE && r.seq == 10 && r.u.free.n == 3);
 		for (uint32_t i = 0; i < 3; i++)
-			CHECKF(rh_msg_free_region(&r.u.free, i) == regions[i], "FREE region %u", i);
+			CHECK(rh_msg_free_region(&r.u.free, i) == regions[i], "FREE region %u", i);
 	}
 }
 
@@ -1489,8 +1489,8 @@ int main(void)
 	        {1, 8187, 0}, {1, 0, 2729}, {1, 5187, 1000}, {16373, 1, 0}};
 	for (size_t i = 0; i < sizeof fix_full / sizeof fix_full[0]; i++) {
 		size_t len = fix_cards_round_trip(fix_full[i][0], fix_full[i][1], fix_full[i][2]);
-		CHECKF(len == RH_PROTO_MAX, "FIX_CARDS of %u, %u, %u: %zu bytes, want %u",
-		       fix_full[i][0], fix_full[i][1], fix_full[i][2], len, RH_PROTO_MAX);
+		CHECK(len == RH_PROTO_MAX, "FIX_CARDS of %u, %u, %u: %zu bytes, want %u",
+		      fix_full[i][0], fix_full[i][1], fix_full[i][2], len, RH_PROTO_MAX);
 	}
 	CHECK(fix_cards_round_trip(0, 0, 2729) == RH_PROTO_MAX - 4);
 	fix_cards_reject();
@@ -1500,13 +1500,13 @@ int main(void)
 		cards_fixed_round_trip(some[i], fixed_flags[i]);
 	/* 24 does not divide the room: the largest leaves less than an entry. */
 	size_t len = cards_fixed_round_trip(RH_CARDS_FIXED_MAX, 0);
-	CHECKF(len <= RH_PROTO_MAX && len + 24 > RH_PROTO_MAX, "CARDS_FIXED of %u: %zu bytes",
-	       RH_CARDS_FIXED_MAX, len);
+	CHECK(len <= RH_PROTO_MAX && len + 24 > RH_PROTO_MAX, "CARDS_FIXED of %u: %zu bytes",
+	      RH_CARDS_FIXED_MAX, len);
 	cards_fixed_reject();
 
 	encoder_limits();
 	names();
 	versions();
 	v1_messages();
-	return t_finish();
+	return check_done();
 }

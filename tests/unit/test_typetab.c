@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
+#include "tests/common/check.h"
 #include "gc/types.h"
 
 #define N(a) (uint32_t)(sizeof a / sizeof a[0])
@@ -84,32 +84,32 @@ static void test_good(void)
 	rh_typetab_init(&t);
 	rh_type_desc pair = {"pair", RH_LAYOUT_FIXED, 24, 0, p16_8, 2, NULL, 0};
 	rh_type_id id = rh_typetab_add(&t, &pair, &err);
-	CHECKF(id == 1, "%s", err.msg);
+	CHECK(id == 1, "%s", err.msg);
 	/* declared out of order: stored ascending */
 	CHECK(t.types[1].ptr_offsets[0] == 8 && t.types[1].ptr_offsets[1] == 16);
 	CHECK(t.sizes[1].size == 24 && t.sizes[1].elem_size == 0);
 
 	rh_type_desc refs = {"refs", RH_LAYOUT_REF_ARRAY, 16, 0, NULL, 0, NULL, 0};
 	id = rh_typetab_add(&t, &refs, &err);
-	CHECKF(id == 2, "%s", err.msg);
+	CHECK(id == 2, "%s", err.msg);
 	CHECK(t.types[2].elem_size == 8 && t.types[2].n_elem_ptrs == 1 &&
 	      t.types[2].elem_ptr_offsets[0] == 0);
 	CHECK(t.sizes[2].size == 16 && t.sizes[2].elem_size == 8);
 
 	/* explicit, consistent ref_array description is accepted too */
 	rh_type_desc refs2 = {"refs2", RH_LAYOUT_REF_ARRAY, 24, 8, p16, 1, p0, 1};
-	CHECKF(rh_typetab_add(&t, &refs2, &err) == 3, "%s", err.msg);
+	CHECK(rh_typetab_add(&t, &refs2, &err) == 3, "%s", err.msg);
 
 	rh_type_desc bytes = {"bytes", RH_LAYOUT_BYTE_ARRAY, 16, 0, NULL, 0, NULL, 0};
-	CHECKF(rh_typetab_add(&t, &bytes, &err) == 4, "%s", err.msg);
+	CHECK(rh_typetab_add(&t, &bytes, &err) == 4, "%s", err.msg);
 	CHECK(t.types[4].elem_size == 1 && t.sizes[4].elem_size == 1);
 
 	rh_type_desc rec = {"rec", RH_LAYOUT_RECORD_ARRAY, 24, 24, p16, 1, p0_8, 2};
-	CHECKF(rh_typetab_add(&t, &rec, &err) == 5, "%s", err.msg);
+	CHECK(rh_typetab_add(&t, &rec, &err) == 5, "%s", err.msg);
 	CHECK(t.types[5].elem_size == 24 && t.types[5].n_elem_ptrs == 2);
 
 	rh_type_desc leaf = {"leaf", RH_LAYOUT_FIXED, 8, 0, NULL, 0, NULL, 0};
-	CHECKF(rh_typetab_add(&t, &leaf, &err) == 6, "%s", err.msg);
+	CHECK(rh_typetab_add(&t, &leaf, &err) == 6, "%s", err.msg);
 
 	uint32_t many[RH_MAX_PTR_FIELDS];
 	for (uint32_t i = 0; i < RH_MAX_PTR_FIELDS; i++)
@@ -117,7 +117,7 @@ static void test_good(void)
 	rh_type_desc big = {
 	        "big", RH_LAYOUT_FIXED, 8 + 8 * RH_MAX_PTR_FIELDS, 0, many, RH_MAX_PTR_FIELDS, NULL,
 	        0};
-	CHECKF(rh_typetab_add(&t, &big, &err) == 7, "%s", err.msg);
+	CHECK(rh_typetab_add(&t, &big, &err) == 7, "%s", err.msg);
 	CHECK(t.n == 8);
 	CHECK(table_sane(&t));
 	rh_typetab_free(&t);
@@ -192,10 +192,12 @@ static void test_rejections(void)
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		memset(&err, 0, sizeof err);
 		rh_type_id id = rh_typetab_add(&t, &bad[i].d, &err);
-		CHECKF(id == 0, "case %zu accepted", i);
-		CHECKF(err.code == RH_EINVAL, "case %zu code %d", i, err.code);
-		CHECKF(t_contains(err.msg, bad[i].want), "case %zu: got \"%s\", want \"%s\"", i,
-		       err.msg, bad[i].want);
+		CHECK(id == 0, "case %zu accepted", i);
+		CHECK(err.code == RH_EINVAL, "case %zu code %d", i, err.code);
+		/* (The ternary: gcc -O3 cannot see that every case names a text.) */
+		const char *want = bad[i].want ? bad[i].want : "";
+		CHECK(check_contains(err.msg, want), "case %zu: got \"%s\", want \"%s\"", i,
+		      err.msg, want);
 		CHECK(t.n == 2);
 	}
 	CHECK(rh_typetab_add(&t, NULL, &err) == 0 && err.code == RH_EINVAL);
@@ -214,7 +216,7 @@ static void fill_sample(rh_type_table *t)
 	        {"leaf", RH_LAYOUT_FIXED, 40, 0, NULL, 0, NULL, 0},
 	};
 	for (size_t i = 0; i < sizeof ds / sizeof ds[0]; i++)
-		CHECKF(rh_typetab_add(t, &ds[i], &err) == i + 1, "%s", err.msg);
+		CHECK(rh_typetab_add(t, &ds[i], &err) == i + 1, "%s", err.msg);
 }
 
 static int tables_equal(const rh_type_table *a, const rh_type_table *b)
@@ -247,7 +249,7 @@ static void test_round_trip(void)
 	char *js = rh_typetab_to_json(&a);
 	CHECK(js != NULL);
 	rh_typetab_init(&b);
-	CHECKF(rh_typetab_from_json(&b, js, strlen(js), &err) == 0, "%s", err.msg);
+	CHECK(rh_typetab_from_json(&b, js, strlen(js), &err) == 0, "%s", err.msg);
 	CHECK(tables_equal(&a, &b));
 	CHECK(table_sane(&b));
 	/* a second decode into a non-empty table is refused */
@@ -259,7 +261,7 @@ static void test_round_trip(void)
 	strcat(padded, "garbage");
 	rh_type_table c;
 	rh_typetab_init(&c);
-	CHECKF(rh_typetab_from_json(&c, padded, strlen(js), &err) == 0, "%s", err.msg);
+	CHECK(rh_typetab_from_json(&c, padded, strlen(js), &err) == 0, "%s", err.msg);
 	CHECK(tables_equal(&a, &c));
 	rh_typetab_free(&c);
 	free(padded);
@@ -336,9 +338,9 @@ static void test_bad_json(void)
 		rh_typetab_init(&t);
 		const char *js = q(bad[i]);
 		int rc = rh_typetab_from_json(&t, js, strlen(js), &err);
-		CHECKF(rc == RH_EINVAL, "case %zu accepted: %s", i, js);
-		CHECKF(t_contains(err.msg, "type table JSON"), "case %zu: %s", i, err.msg);
-		CHECKF(t.n == 1, "case %zu left %u types", i, t.n);
+		CHECK(rc == RH_EINVAL, "case %zu accepted: %s", i, js);
+		CHECK(check_contains(err.msg, "type table JSON"), "case %zu: %s", i, err.msg);
+		CHECK(t.n == 1, "case %zu left %u types", i, t.n);
 		rh_typetab_free(&t);
 	}
 	/* a syntax error names its position */
@@ -347,7 +349,7 @@ static void test_bad_json(void)
 	rh_typetab_init(&t);
 	const char *js = "{\"version\":1,\n\"types\":[,]}";
 	CHECK(rh_typetab_from_json(&t, js, strlen(js), &err) == RH_EINVAL);
-	CHECKF(t_contains(err.msg, "line 2"), "%s", err.msg);
+	CHECK(check_contains(err.msg, "line 2"), "%s", err.msg);
 	rh_typetab_free(&t);
 }
 
@@ -405,7 +407,7 @@ static void test_mutations(void)
 	}
 	CHECK(clean);
 	/* both outcomes occur, so the loop exercised the decoder's checks */
-	CHECKF(accepted > 0 && rejected > 0, "accepted %d rejected %d", accepted, rejected);
+	CHECK(accepted > 0 && rejected > 0, "accepted %d rejected %d", accepted, rejected);
 	free(buf);
 	free(js);
 	rh_typetab_free(&a);
@@ -427,11 +429,11 @@ static void test_capacity(void)
 	rh_type_table t;
 	rh_error err = {0};
 	rh_typetab_init(&t);
-	CHECKF(rh_typetab_from_json(&t, js, strlen(js), &err) == 0, "%s", err.msg);
+	CHECK(rh_typetab_from_json(&t, js, strlen(js), &err) == 0, "%s", err.msg);
 	CHECK(t.n == RH_MAX_TYPES);
 	rh_type_desc one = {"one more", RH_LAYOUT_FIXED, 8, 0, NULL, 0, NULL, 0};
 	CHECK(rh_typetab_add(&t, &one, &err) == 0);
-	CHECKF(t_contains(err.msg, "table is full"), "%s", err.msg);
+	CHECK(check_contains(err.msg, "table is full"), "%s", err.msg);
 	rh_typetab_free(&t);
 	free(js);
 }
@@ -445,5 +447,5 @@ int main(void)
 	test_bad_json();
 	test_mutations();
 	test_capacity();
-	return t_finish();
+	return check_done();
 }

@@ -1,6 +1,11 @@
 /* Test helper: a single-host cluster of rheap-tracerd processes. It writes
  * a secret file and a config into a fresh temporary directory, starts one
- * tracer per partition, and kills them at the end. */
+ * tracer per partition, and kills them at the end. The tracers are killed
+ * and the directory removed however the test ends: cluster_stop, exit
+ * (atexit), or SIGTERM (meson's timeout), SIGINT, SIGHUP or SIGABRT; only
+ * SIGKILL and crashes leave them.
+ * cluster_test_begin/_end are the main() preamble and ending most cluster
+ * tests share. */
 #ifndef RH_TEST_CLUSTER_H
 #define RH_TEST_CLUSTER_H
 
@@ -18,6 +23,7 @@
 #include <unistd.h>
 
 #include "rheap/rheap.h"
+#include "tests/common/check.h"
 
 typedef struct cluster {
 	char dir[256];
@@ -25,7 +31,117 @@ typedef struct cluster {
 	int n;
 	pid_t pid[8];
 	int port[8];
+	int reg; /* 1 + its entry in cluster_regs, or 0 */
 } cluster;
+
+/* ---------------------------------------------------------------- cleanup */
+
+/* What the exit and signal handlers clean up for each cluster this process
+ * started and has not stopped: a copy kept here, since the caller's
+ * struct may be gone by exit (a return from main). */
+#define CLUSTER_LIVE_MAX 4
+typedef struct cluster_reg {
+	char dir[256];
+	pid_t pid[8];
+} cluster_reg;
+static cluster_reg cluster_regs[CLUSTER_LIVE_MAX];
+static pid_t cluster_owner; /* forked children must not clean up */
+
+/* Async-signal-safe: kill the tracers still running as our children (a
+ * pid the test reaped itself may belong to another process by now), and
+ * rm -rf the directory in a child (fork, execv and waitpid are safe in a
+ * handler; system() and opendir are not). */
+static inline void cluster_kill(pid_t *pid, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (pid[i] > 0) {
+			if (waitpid(pid[i], NULL, WNOHANG) == 0) {
+				kill(pid[i], SIGKILL);
+				waitpid(pid[i], NULL, 0);
+			}
+			pid[i] = 0;
+		}
+}
+
+/* The directory goes first: once its tracers die, the heap's threads may
+ * end the process (memory server lost, status 75) before anything else
+ * here runs. */
+static inline void cluster_reap(char *dir, pid_t *pid, int n)
+{
+	if (dir[0]) {
+		pid_t p = fork();
+		if (p == 0) {
+			char *const argv[] = {"rm", "-rf", "--", dir, NULL};
+			execv("/bin/rm", argv);
+			_exit(127);
+		}
+		int st = 1;
+		if (p < 0 || waitpid(p, &st, 0) < 0 || st != 0) {
+			static const char msg[] = "cluster: could not remove the test directory\n";
+			if (write(2, msg, sizeof msg - 1) < 0)
+				st = 1;
+		}
+		dir[0] = 0;
+	}
+	cluster_kill(pid, n);
+}
+
+static inline void cluster_reap_all(void)
+{
+	if (getpid() != cluster_owner)
+		return;
+	for (int i = 0; i < CLUSTER_LIVE_MAX; i++)
+		cluster_reap(cluster_regs[i].dir, cluster_regs[i].pid, 8);
+}
+
+static inline void cluster_on_signal(int sig)
+{
+	cluster_reap_all();
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+/* Once per process: the handlers; then c's directory is registered. */
+static inline void cluster_track(cluster *c)
+{
+	if (!cluster_owner) {
+		cluster_owner = getpid();
+		atexit(cluster_reap_all);
+		struct sigaction sa = {.sa_handler = cluster_on_signal};
+		sigemptyset(&sa.sa_mask);
+		/* SIGTERM is meson's timeout; SIGABRT a failed assertion. */
+		int sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGABRT};
+		for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+			sigaction(sigs[i], &sa, NULL);
+	}
+	for (int i = 0; i < CLUSTER_LIVE_MAX; i++)
+		if (!cluster_regs[i].dir[0]) {
+			memcpy(cluster_regs[i].dir, c->dir, sizeof c->dir);
+			c->reg = i + 1;
+			return;
+		}
+}
+
+/* The tracers' pids, copied for the handlers once they are known. */
+static inline void cluster_track_pids(const cluster *c)
+{
+	if (c->reg)
+		memcpy(cluster_regs[c->reg - 1].pid, c->pid, sizeof c->pid);
+}
+
+/* Kill the tracers and remove the directory; safe to call twice, and on a
+ * cluster whose start failed. */
+static inline void cluster_stop(cluster *c)
+{
+	cluster_reap(c->dir, c->pid, c->n);
+	if (c->reg) {
+		memset(&cluster_regs[c->reg - 1], 0, sizeof cluster_regs[0]);
+		c->reg = 0;
+	}
+	c->n = 0;
+}
+
+/* ---------------------------------------------------------------- start */
 
 /* How cluster_start_with runs each tracer beyond the defaults; NULL for none. */
 typedef struct cluster_tracers {
@@ -112,13 +228,17 @@ static inline int cluster_write_config(cluster *c, const char *provider,
 
 /* The temporary directory with its secret, for n servers on placeholder
  * ports; no config written yet and no tracer started. cluster_stop removes
- * it. */
+ * it, also after a failed start; the exit and signal handlers remove it if
+ * the test never calls cluster_stop. */
 static inline int cluster_init(cluster *c, int n)
 {
 	memset(c, 0, sizeof *c);
 	snprintf(c->dir, sizeof c->dir, "/tmp/rheap-test-XXXXXX");
-	if (n < 1 || n > (int)(sizeof c->pid / sizeof c->pid[0]) || !mkdtemp(c->dir))
+	if (n < 1 || n > (int)(sizeof c->pid / sizeof c->pid[0]) || !mkdtemp(c->dir)) {
+		c->dir[0] = 0;
 		return -1;
+	}
+	cluster_track(c);
 	char path[400];
 	snprintf(path, sizeof path, "%s/secret", c->dir);
 	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
@@ -148,6 +268,34 @@ static inline int cluster_read_port(cluster *c, int i)
 	buf[n] = 0;
 	char *p = strstr(buf, "\"port\":");
 	return p ? atoi(p + 7) : -1;
+}
+
+/* Whether tracer i's status file says it waits for a CPU server holding no
+ * partition memory: after a session, that it released everything and
+ * listens again (docs/operations.md, operations.R1). */
+static inline int cluster_waiting_empty(const cluster *c, int i)
+{
+	char path[400], buf[2048];
+	snprintf(path, sizeof path, "%s/status-%d", c->dir, i);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return 0;
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	return strstr(buf, "\"state\":\"waiting\"") && strstr(buf, "\"regions_hosted\":0,") &&
+	       (strstr(buf, "\"bytes_held\":0,") || strstr(buf, "\"bytes_held\":0}"));
+}
+
+/* Wait up to limit_ms for cluster_waiting_empty; 1 if it came. */
+static inline int cluster_wait_released(const cluster *c, int i, int limit_ms)
+{
+	for (int t = 0; t < limit_ms / 10; t++) {
+		if (cluster_waiting_empty(c, i))
+			return 1;
+		usleep(10000);
+	}
+	return cluster_waiting_empty(c, i);
 }
 
 /* In the child: become tracer i. Does not return. */
@@ -196,14 +344,15 @@ static inline int cluster_start_with(cluster *c, const char *tracerd, const char
 	if (cluster_init(c, n) < 0)
 		return -1;
 	if (cluster_write_config(c, provider, heap_mib, cache, timeout_ms, extra_gc) < 0)
-		return -1;
+		goto fail;
 	for (int i = 0; i < n; i++) {
 		pid_t p = fork();
 		if (p < 0)
-			return -1;
+			goto fail;
 		if (p == 0)
 			cluster_exec_tracer(c, i, tracerd, t);
 		c->pid[i] = p;
+		cluster_track_pids(c);
 	}
 	/* Up to 30 s: a loaded CI machine can take seconds to start them. */
 	for (int i = 0; i < n; i++) {
@@ -211,15 +360,21 @@ static inline int cluster_start_with(cluster *c, const char *tracerd, const char
 		for (int k = 0; k < 3000 && (port = cluster_read_port(c, i)) <= 0; k++) {
 			if (waitpid(c->pid[i], NULL, WNOHANG) == c->pid[i]) {
 				c->pid[i] = 0;
-				return -1;
+				goto fail;
 			}
 			usleep(10000);
 		}
 		if (port <= 0)
-			return -1;
+			goto fail;
 		c->port[i] = port;
 	}
-	return cluster_write_config(c, provider, heap_mib, cache, timeout_ms, extra_gc);
+	if (cluster_write_config(c, provider, heap_mib, cache, timeout_ms, extra_gc) == 0)
+		return 0;
+fail:
+	/* The directory stays for the tracers' logs until cluster_stop (or
+	 * the exit handler) removes it. */
+	cluster_kill(c->pid, c->n);
+	return -1;
 }
 
 /* Tracers with their default arguments and logging. */
@@ -260,18 +415,70 @@ static inline const char *cluster_log(const cluster *c, int i, char *buf, size_t
 	return buf;
 }
 
-static inline void cluster_stop(cluster *c)
+/* ---------------------------------------------------------------- main */
+
+/* A cluster test's set-up: fill in the cluster's shape, then
+ * cluster_test_begin parses TRACERD PROVIDER from argv, starts the
+ * tracers and opens the heap; cluster_test_end closes and stops. */
+typedef struct cluster_test {
+	int n;                       /* tracers (default 2) */
+	unsigned long long heap_mib; /* default 64 */
+	double cache;                /* fraction of the heap (default 0.25) */
+	unsigned timeout_ms;         /* default 2000 */
+	const char *extra_gc;        /* further "gc" keys, or NULL */
+	const char *tracerd, *provider;
+	cluster c;
+	rh_heap *heap;
+} cluster_test;
+
+/* A cluster test's arguments: TRACERD PROVIDER, then at least n_more
+ * further ones (named in `more` for the usage line). 0 with *tracerd and
+ * *provider set, or 2, main's status for bad usage, after the usage. */
+static inline int cluster_args(int argc, char **argv, int n_more, const char *more,
+                               const char **tracerd, const char **provider)
 {
-	for (int i = 0; i < c->n; i++)
-		if (c->pid[i] > 0) {
-			kill(c->pid[i], SIGKILL);
-			waitpid(c->pid[i], NULL, 0);
-			c->pid[i] = 0;
-		}
-	char cmd[300];
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", c->dir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "cluster: could not remove %s\n", c->dir);
+	if (argc < 3 + n_more) {
+		fprintf(stderr, "usage: %s TRACERD PROVIDER%s%s\n", argv[0], more[0] ? " " : "",
+		        more);
+		return 2;
+	}
+	*tracerd = argv[1];
+	*provider = argv[2];
+	return 0;
+}
+
+/* 0 once the heap is open; otherwise the exit status for main: 2 on bad
+ * usage or when the tracers do not start, 1 (a failed check) when the heap
+ * does not open. `usage` names the arguments after PROVIDER. */
+static inline int cluster_test_begin(cluster_test *t, int argc, char **argv, const char *usage)
+{
+	if (cluster_args(argc, argv, 0, usage, &t->tracerd, &t->provider))
+		return 2;
+	if (cluster_start(&t->c, t->tracerd, t->provider, t->n ? t->n : 2,
+	                  t->heap_mib ? t->heap_mib : 64, t->cache > 0 ? t->cache : 0.25,
+	                  t->timeout_ms ? t->timeout_ms : 2000, t->extra_gc) < 0) {
+		perror("cluster");
+		return 2;
+	}
+	rh_error err;
+	t->heap = cluster_open(&t->c, &err);
+	if (!CHECK(t->heap != NULL, "open a disaggregated heap on %d tracers (%s): %s", t->c.n,
+	           t->provider, t->heap ? "" : err.msg)) {
+		cluster_stop(&t->c);
+		check_done();
+		return 1;
+	}
+	return 0;
+}
+
+/* Close the heap, stop the tracers, print the closing line. */
+static inline int cluster_test_end(cluster_test *t)
+{
+	if (t->heap)
+		rh_heap_close(t->heap);
+	t->heap = NULL;
+	cluster_stop(&t->c);
+	return check_done();
 }
 
 #endif
