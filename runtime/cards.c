@@ -86,9 +86,9 @@ static void gather(rh_heap *h, card_runs *cr)
 
 /* ---------------------------------------------------------------- in parallel */
 
-/* Fewer runs than this are walked by the collecting thread alone: waking
- * the crew costs tens of microseconds, a run a fraction of one. */
-#define PAR_RUNS 512
+/* Fewer cards than this are walked by the collecting thread alone: waking
+ * the crew costs tens of microseconds, a card a fraction of one. */
+#define PAR_CARDS 1024
 
 struct scan {
 	rh_gc *g;
@@ -99,9 +99,10 @@ struct scan {
 	rh_gc part[RH_COPY_THREADS_MAX];
 };
 
-/* Claim a batch of runs that ends at a source region's end (rset.S3):
- * the region's start bitmap is then built, if it must be, by one worker. */
-#define CLAIM_RUNS 32
+/* Claim a batch of runs of at least CLAIM_CARDS cards that ends at a
+ * source region's end (rset.S3): the region's start bitmap is then built,
+ * if it must be, by one worker. */
+#define CLAIM_CARDS 64
 static bool claim(struct scan *s, size_t *from, size_t *to)
 {
 	const card_runs *cr = s->cr;
@@ -110,7 +111,9 @@ static bool claim(struct scan *s, size_t *from, size_t *to)
 		size_t a = __atomic_load_n(&s->next, __ATOMIC_RELAXED);
 		if (a >= cr->n)
 			return false;
-		size_t b = a + CLAIM_RUNS < cr->n ? a + CLAIM_RUNS : cr->n;
+		size_t b = a;
+		for (uint64_t cards = 0; b < cr->n && cards < CLAIM_CARDS; b++)
+			cards += cr->runs[b][1];
 		/* Extend to the end of the last run's region. */
 		while (b < cr->n && cr->runs[b][0] >> shift == cr->runs[b - 1][0] >> shift)
 			b++;
@@ -173,7 +176,7 @@ void rh_cards_scan(rh_gc *g)
 	card_runs cr = {0};
 	gather(h, &cr);
 	g->cards += cr.cards;
-	unsigned n = cr.n >= PAR_RUNS && g->one_pass ? rh_gc_workers(h) : 1;
+	unsigned n = cr.cards >= PAR_CARDS && cr.n > 1 && g->one_pass ? rh_gc_workers(h) : 1;
 	g->cards_workers = n;
 	if (n > 1) {
 		scan_parallel(g, &cr, n);

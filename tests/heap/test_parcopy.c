@@ -8,7 +8,7 @@
  * the same address: a hub copied twice would split them.
  *
  * Old cells, every sixteenth of which refers to one of the round's new
- * spokes, leave hundreds of separate runs of remembered cards: enough for
+ * spokes, leave 1500 separate runs of remembered cards: enough for
  * the copying threads to scan them together (rset.S3). Each such cell
  * must see its spoke's new address after every collection: a card that no
  * thread scanned leaves it on the old copy. */
@@ -47,7 +47,7 @@ struct cell {
 	uint64_t pad[6];
 };
 
-#define CELLS 12000
+#define CELLS 24000
 #define CELL_STRIDE 16
 
 static rh_type_id t_hub, t_spoke, t_refs, t_cell;
