@@ -134,7 +134,8 @@ static void scan_part(void *arg, unsigned id)
 	size_t from, to;
 	while (claim(s, &from, &to))
 		for (size_t i = from; i < to; i++)
-			rh_cards_slots_inline(h, s->cr->runs[i][0], s->cr->runs[i][1], card_root, p);
+			rh_cards_slots_inline(h, s->cr->runs[i][0], s->cr->runs[i][1], card_root,
+			                      p);
 }
 
 /* The workers' root slots after the collecting thread's own. */
