@@ -79,8 +79,7 @@ void rh_swap_sum_written(rh_swap *s, uintptr_t a, const void *bytes)
 		rh_integ_written(&s->integ, rh_swap_page(s, a), bytes);
 }
 
-bool rh_swap_sums_ok(rh_swap *s, const rh_swap_host *h, uintptr_t a, const uint8_t *buf,
-                     size_t n)
+bool rh_swap_sums_ok(rh_swap *s, const rh_swap_host *h, uintptr_t a, const uint8_t *buf, size_t n)
 {
 	if (!s->o.checksum)
 		return true;

@@ -37,8 +37,8 @@ static const uint64_t junk = 0x5a5a5a5a5a5a5a5aull;
 static int corrupt(rh_swap *s, uintptr_t a)
 {
 	const rh_swap_host *h = rh_swap_host_of(s, a);
-	uint8_t *buf = mmap(NULL, RH_PAGE_SIZE, PROT_READ | PROT_WRITE,
-	                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint8_t *buf = mmap(NULL, RH_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+	                    -1, 0);
 	rh_error err;
 	if (!h || buf == MAP_FAILED ||
 	    rh_tp_reg(h->conn, buf, RH_PAGE_SIZE, -1, 0, RH_TP_LOCAL, &err) != RH_OK)
@@ -96,8 +96,8 @@ static void vm(cluster *c, int checksum)
 	uint32_t region = rh_region_index(h, p0);
 	/* A page of the region the VM never wrote: INIT, then read (a zero
 	 * page, CLEAN), evicted clean and fetched back from the server. */
-	uint8_t *fresh = (uint8_t *)(h->base + ((uintptr_t)(region + 1) << s->region_shift) -
-	                             RH_PAGE_SIZE);
+	uint8_t *fresh =
+	        (uint8_t *)(h->base + ((uintptr_t)(region + 1) << s->region_shift) - RH_PAGE_SIZE);
 	for (size_t i = 0; i < PAGES * RH_PAGE_SIZE; i++)
 		pages[i] = pattern(i);
 	volatile uint8_t z = fresh[100];
@@ -188,8 +188,8 @@ int main(int argc, char **argv)
 	unsigned long va = 0;
 	unsigned region = 0, page = 0;
 	const char *line = strstr(out, "victim ");
-	int got_victim = line && sscanf(line, "victim %lx region %u page %u", &va, &region,
-	                                &page) == 3;
+	int got_victim =
+	        line && sscanf(line, "victim %lx region %u page %u", &va, &region, &page) == 3;
 	CHECK(got_victim, "with checksums, the VM's own evicted pages came back and it "
 	                  "corrupted one on its memory server");
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == RH_EXIT_LOST,
