@@ -116,6 +116,10 @@ static void vm(cluster *c, int checksum)
 	uintptr_t victim = p0 + VICTIM * RH_PAGE_SIZE;
 	if (corrupt(s, victim) != 0)
 		_exit(EXIT_SETUP);
+	/* With shm the "memory server's" bytes are a mapping in this process:
+	 * order the write before the fault thread's read (it takes fault_lock
+	 * for each fault), as the process boundary does for a real tracer. */
+	settle(s);
 	printf("victim %#lx region %u page %u\n", (unsigned long)victim, region,
 	       (unsigned)((victim & (s->region_size - 1)) >> RH_PAGE_SHIFT));
 	fflush(stdout);
