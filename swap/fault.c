@@ -231,6 +231,8 @@ static void fetch(rh_swap *s, uintptr_t a, bool write)
 		rh_swap_fail(s, h, &err);
 		return; /* the fatal handler ends the process; the faulter stays blocked */
 	}
+	if (!rh_swap_sums_ok(s, h, a, s->fbuf, n))
+		return; /* swap.I2: a corrupt page is fatal, never installed */
 	for (size_t i = 1; i < n; i++)
 		install(s, a + i * RH_PAGE_SIZE, s->fbuf + i * RH_PAGE_SIZE, false, false);
 	install(s, a, s->fbuf, write, true);

@@ -1,7 +1,7 @@
 /* Swap-system benchmark: fault service time and page-in/eviction throughput,
  * with references measured in the same run.
  *
- * usage: rh-bench-swap TRACERD PROVIDER [--cache-mib N] [--json FILE]
+ * usage: rh-bench-swap TRACERD PROVIDER [--cache-mib N] [--json FILE] [--checksum 0|1]
  *
  * A range 4x the cache is hosted by one tracer. Phases:
  *   zero-fault   read-touch INIT pages (UFFDIO_COPY of a zero page)
@@ -46,17 +46,22 @@ static uint64_t xorshift(uint64_t *s)
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
-		fprintf(stderr, "usage: %s TRACERD PROVIDER [--cache-mib N] [--json FILE]\n",
+		fprintf(stderr,
+		        "usage: %s TRACERD PROVIDER [--cache-mib N] [--json FILE] [--checksum "
+		        "0|1]\n",
 		        argv[0]);
 		return 2;
 	}
 	const char *tracerd = argv[1], *provider = argv[2], *json_path = NULL;
 	unsigned long long cache_mib = 64;
+	bool checksum = false; /* page checksums (cache.checksum), off as before */
 	for (int i = 3; i + 1 < argc; i += 2) {
 		if (!strcmp(argv[i], "--cache-mib"))
 			cache_mib = strtoull(argv[i + 1], NULL, 10);
 		else if (!strcmp(argv[i], "--json"))
 			json_path = argv[i + 1];
+		else if (!strcmp(argv[i], "--checksum"))
+			checksum = strcmp(argv[i + 1], "0") != 0;
 	}
 	unsigned long long heap_mib = cache_mib * 4;
 	cluster c;
@@ -91,6 +96,7 @@ int main(int argc, char **argv)
 	                   .budget = cfg.heap_size / 4,
 	                   .readahead = 32,
 	                   .timeout_ms = 5000,
+	                   .checksum = checksum,
 	                   .hosts = hosts,
 	                   .n_hosts = n_hosts};
 	rh_swap *s;
@@ -182,8 +188,8 @@ int main(int argc, char **argv)
 	rh_swap_stats_get(s, &st);
 
 	double ratio = fault_us / (raw_us + zero_us);
-	printf("swap benchmark: %s, range %llu MiB, cache %llu MiB (1 tracer)\n", provider,
-	       heap_mib, cache_mib);
+	printf("swap benchmark: %s, range %llu MiB, cache %llu MiB (1 tracer), checksums %s\n",
+	       provider, heap_mib, cache_mib, checksum ? "on" : "off");
 	printf("  %-34s %10.2f us\n", "zero-page fault (INIT)", zero_us);
 	printf("  %-34s %10.2f us\n", "raw 4 KiB READ (provider)", raw_us);
 	printf("  %-34s %10.2f us   %.2fx (raw + zero); target <= 1.3x\n",
@@ -205,6 +211,7 @@ int main(int argc, char **argv)
 		        "seq_scan_ra32_gbs", seq_gbs[1], "evict_mbs", evict_mbs, "bytes_fetched",
 		        (json_int_t)st.bytes_fetched, "bytes_evicted",
 		        (json_int_t)st.bytes_evicted);
+		json_object_set_new(j, "checksum", json_boolean(checksum));
 		json_dump_file(j, json_path, JSON_INDENT(2));
 		json_decref(j);
 	}
