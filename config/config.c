@@ -106,6 +106,7 @@ void rh_config_default(rh_config *cfg)
 	cfg->fault_spin_us = 50;
 	cfg->readahead = 8;
 	cfg->readahead_adaptive = 1;
+	cfg->checksum = 1;
 	strcpy(cfg->provider, "shm");
 	cfg->timeout_ms = 2000;
 	cfg->pause_budget_us = 10 * 1000;
@@ -374,6 +375,8 @@ static int check(const struct ctx *c, rh_config *cfg)
 	if (cfg->readahead_adaptive != 0 && cfg->readahead_adaptive != 1)
 		return fail(c, "cache.readahead_adaptive", "expected 0 or 1, got %d",
 		            cfg->readahead_adaptive);
+	if (cfg->checksum != 0 && cfg->checksum != 1)
+		return fail(c, "cache.checksum", "expected 0 or 1, got %d", cfg->checksum);
 	if ((rc = check_provider(c, cfg->provider, sizeof cfg->provider)))
 		return rc;
 	if (cfg->timeout_ms < 1 || cfg->timeout_ms > TIMEOUT_MAX_MS)
@@ -637,7 +640,7 @@ static const char *const top_keys[] = {"heap", "cache",       "transport", "serv
                                        "gc",   "secret_file", NULL};
 static const char *const heap_keys[] = {"base", "size", "region_size", NULL};
 static const char *const cache_keys[] = {
-        "fraction", "faults", "fault_spin_us", "readahead", "readahead_adaptive", NULL};
+        "fraction", "faults", "fault_spin_us", "readahead", "readahead_adaptive", "checksum", NULL};
 static const char *const transport_keys[] = {"provider", "timeout_ms", NULL};
 static const char *const server_keys[] = {"host", "port", "partition_size", NULL};
 static const char *const gc_keys[] = {"pause_budget_ms", "order",        "young_fraction",
@@ -756,7 +759,8 @@ static int parse_root(const struct ctx *c, const json_t *root, const char *base_
 		    (rc = j_int(c, "cache.readahead", GET(cache, "readahead"), 0, READAHEAD_MAX,
 		                &ra)) ||
 		    (rc = j_bool(c, "cache.readahead_adaptive", GET(cache, "readahead_adaptive"),
-		                 &cfg->readahead_adaptive)))
+		                 &cfg->readahead_adaptive)) ||
+		    (rc = j_bool(c, "cache.checksum", GET(cache, "checksum"), &cfg->checksum)))
 			return rc;
 		cfg->faults = by_signal ? RH_FAULTS_SIGNAL : RH_FAULTS_THREAD;
 		cfg->fault_spin_us = (uint32_t)spin;
@@ -934,6 +938,7 @@ char *rh_config_to_json(const rh_config *cfg)
 	put(cache, "fault_spin_us", json_integer(cfg->fault_spin_us), &ok);
 	put(cache, "readahead", json_integer(cfg->readahead), &ok);
 	put(cache, "readahead_adaptive", json_boolean(cfg->readahead_adaptive), &ok);
+	put(cache, "checksum", json_boolean(cfg->checksum), &ok);
 	put(root, "cache", cache, &ok);
 	put(tr, "provider", bounded_string(cfg->provider, sizeof cfg->provider), &ok);
 	put(tr, "timeout_ms", json_integer(cfg->timeout_ms), &ok);

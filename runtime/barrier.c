@@ -37,6 +37,35 @@ static void file_buffer(rh_heap *h, rh_bqbuf *b)
 	b->n = 0;
 }
 
+/* Spare buffers kept for reuse beyond this are freed: a pause may list
+ * hundreds of buffers' worth of references (rset.D1) once. */
+#define SPARE_MAX 64
+
+static void spare(rh_heap *h, rh_bqbuf *b)
+{
+	if (h->bq_n_spare >= SPARE_MAX) {
+		free(b);
+		return;
+	}
+	b->n = 0;
+	b->next = h->bq_spare;
+	h->bq_spare = b;
+	h->bq_n_spare++;
+}
+
+static rh_bqbuf *take_spare(rh_heap *h)
+{
+	rh_bqbuf *b = h->bq_spare;
+	if (b) {
+		h->bq_spare = b->next;
+		h->bq_n_spare--;
+	} else if (!(b = malloc(sizeof *b))) {
+		rh_panic("write barrier: out of memory");
+	}
+	b->n = 0;
+	return b;
+}
+
 static void *transfer_main(void *arg)
 {
 	rh_heap *h = arg;
@@ -48,9 +77,15 @@ static void *transfer_main(void *arg)
 			continue;
 		}
 		h->bq_full = b->next;
+		uint64_t t0 = rh_now_ns();
+		h->transfer_entries += b->n;
 		file_buffer(h, b);
-		b->next = h->bq_spare;
-		h->bq_spare = b;
+		h->transfer_ns += rh_now_ns() - t0;
+		spare(h, b);
+		/* rset.D1: one buffer per hold, so that a mutator's hand-over
+		 * never waits behind a pause's backlog. */
+		pthread_mutex_unlock(&h->remset_lock);
+		pthread_mutex_lock(&h->remset_lock);
 	}
 	pthread_mutex_unlock(&h->remset_lock);
 	return NULL;
@@ -73,14 +108,21 @@ void rh_barrier_stop(rh_heap *h)
 	pthread_mutex_unlock(&h->remset_lock);
 	pthread_join(h->transfer, NULL);
 	h->transfer = 0;
-	rh_bqbuf *lists[2] = {h->bq_full, h->bq_spare};
-	for (int i = 0; i < 2; i++)
+	/* What filing cost outside the pauses (rset.D1): the pauses' times
+	 * leave it out, as the JVM's leave out G1's refinement threads. */
+	rh_log(RH_LOG_DEBUG, "gc", "transfer thread: %llu entries filed in %.2f ms",
+	       (unsigned long long)h->transfer_entries, (double)h->transfer_ns / 1e6);
+	rh_bqbuf *lists[3] = {h->bq_full, h->bq_spare, h->bq_pause};
+	if (h->bq_pause)
+		h->bq_pause->next = NULL;
+	for (int i = 0; i < 3; i++)
 		while (lists[i]) {
 			rh_bqbuf *b = lists[i];
 			lists[i] = b->next;
 			free(b);
 		}
-	h->bq_full = h->bq_spare = NULL;
+	h->bq_full = h->bq_spare = h->bq_pause = NULL;
+	h->bq_n_spare = 0;
 }
 
 void rh_bq_flush(rh_mutator *m)
@@ -91,9 +133,7 @@ void rh_bq_flush(rh_mutator *m)
 	pthread_mutex_lock(&h->remset_lock);
 	m->bq->next = h->bq_full;
 	h->bq_full = m->bq;
-	m->bq = h->bq_spare;
-	if (m->bq)
-		h->bq_spare = m->bq->next;
+	m->bq = take_spare(h);
 	pthread_cond_signal(&h->bq_cond);
 	pthread_mutex_unlock(&h->remset_lock);
 }
@@ -124,10 +164,59 @@ void rh_barrier_drain(rh_heap *h)
 		rh_bqbuf *b = h->bq_full;
 		h->bq_full = b->next;
 		file_buffer(h, b);
-		b->next = h->bq_spare;
-		h->bq_spare = b;
+		spare(h, b);
 	}
+	if (h->bq_pause)
+		file_buffer(h, h->bq_pause);
 	for (rh_mutator *m = h->mutators; m; m = m->next)
 		if (m->bq)
 			file_buffer(h, m->bq);
+}
+
+/* rset.D1: a survivor's cross-region reference, listed in this pause
+ * (which holds remset_lock) and filed by the transfer thread after it. */
+void rh_remember_later(rh_heap *h, uintptr_t slot, uintptr_t target)
+{
+	if (h->offload_on) {
+		rh_remember(h, slot, target);
+		return;
+	}
+	rh_bqbuf *b = h->bq_pause;
+	if (!b || b->n == RH_BQ_CAP) {
+		if (b) {
+			b->next = h->bq_full;
+			h->bq_full = b;
+		}
+		b = h->bq_pause = take_spare(h);
+	}
+	b->e[b->n][0] = slot;
+	b->e[b->n][1] = target;
+	b->n++;
+}
+
+/* The pause ends (remset_lock still held): its list to the transfer
+ * thread. */
+void rh_barrier_hand_over(rh_heap *h)
+{
+	rh_bqbuf *b = h->bq_pause;
+	if (!b || !b->n)
+		return;
+	b->next = h->bq_full;
+	h->bq_full = b;
+	h->bq_pause = NULL;
+	pthread_cond_signal(&h->bq_cond);
+}
+
+/* Every remembered set was just cleared for a full collection to
+ * rebuild: the references this pause listed name places objects had
+ * before it (rset.D1). */
+void rh_barrier_discard(rh_heap *h)
+{
+	while (h->bq_full) {
+		rh_bqbuf *b = h->bq_full;
+		h->bq_full = b->next;
+		spare(h, b);
+	}
+	if (h->bq_pause)
+		h->bq_pause->n = 0;
 }

@@ -80,64 +80,6 @@ static void conservative_root(void *ctx, uintptr_t w)
 	rh_gc_root_object(g, obj);
 }
 
-/* The cards of the set's remembered sets, each once and in address order
- * (rset.S2): a card lies in the set of every region its fields point
- * into, so pagerank's vertex cards were scanned once per eden region
- * holding their boxes, and in hash order. Marked in a heap-wide bitmap
- * first, then runs of adjacent cards in one region are walked as one
- * span, finding the first object once. */
-/* A remembered card's slot (in the heap, outside the set): a root if it
- * refers into the set. precise_root's test for slots outside the heap
- * does not apply. */
-static inline __attribute__((always_inline)) void card_root(void *ctx, void **slot)
-{
-	rh_gc *g = ctx;
-	if (rh_marker_in_set(&g->h->marker, (uintptr_t)*slot))
-		rh_gc_root_slot_fast(g, slot);
-}
-
-static void scan_cards(rh_gc *g)
-{
-	rh_heap *h = g->h;
-	uint64_t t0 = rh_now_ns();
-	uint64_t *cb = h->card_bits;
-	size_t lo = SIZE_MAX, hi = 0;
-	for (uint32_t i = 0; i < h->n_regions; i++) {
-		rh_region *r = &h->regions[i];
-		if (!h->in_cset[i] || !r->remset.cap)
-			continue;
-		for (size_t k = 0; k < r->remset.cap; k++) {
-			uint64_t card = r->remset.cards[k] - 1;
-			/* Cards inside the set are traced with it. */
-			if (!r->remset.cards[k] || h->in_cset[rh_card_region(h, card)])
-				continue;
-			cb[card >> 6] |= 1ull << (card & 63);
-			lo = card >> 6 < lo ? card >> 6 : lo;
-			hi = card >> 6 > hi ? card >> 6 : hi;
-		}
-	}
-	uint64_t run = 0, n = 0; /* cards [run, run + n) */
-	uint64_t per_region = h->region_size >> RH_CARD_SHIFT;
-	for (size_t w = lo; lo != SIZE_MAX && w <= hi; w++) {
-		for (uint64_t bits = cb[w]; bits; bits &= bits - 1) {
-			uint64_t card = w * 64 + (uint64_t)__builtin_ctzll(bits);
-			g->cards++;
-			if (n && card == run + n && card % per_region) {
-				n++;
-				continue;
-			}
-			if (n)
-				rh_cards_slots_inline(h, run, n, card_root, g);
-			run = card;
-			n = 1;
-		}
-		cb[w] = 0;
-	}
-	if (n)
-		rh_cards_slots_inline(h, run, n, card_root, g);
-	g->cards_ns = rh_now_ns() - t0;
-}
-
 static void scan_roots(rh_gc *g)
 {
 	rh_heap *h = g->h;
@@ -147,7 +89,7 @@ static void scan_roots(rh_gc *g)
 		precise_root(g, h->globals[i]);
 	if (g->kind == RH_GC_FULL)
 		return;
-	scan_cards(g);
+	rh_cards_scan(g); /* cards.c */
 }
 
 /* ---------------------------------------------------------------- choosing */
@@ -372,6 +314,7 @@ static void keep_dense(rh_heap *h, const uint64_t *live)
 	}
 	for (uint32_t i = 0; i < h->n_regions; i++)
 		rh_remset_free(&h->regions[i].remset);
+	rh_barrier_discard(h); /* rset.D1 */
 }
 
 static void mark_copy_fix(rh_gc *g)
@@ -484,14 +427,16 @@ done:
 	rh_log(RH_LOG_DEBUG, "gc",
 	       "%s collection %llu: eden %llu KiB, marked %llu KiB, copied %llu KiB, %u regions "
 	       "free, eden limit %u, survival %.2f, %.0f %% copied by helpers, %llu copies undone; "
-	       "roots %.2f ms (%llu cards, %.2f ms), evacuation %.2f ms, reclaim %.2f ms",
+	       "roots %.2f ms (%llu cards, %.2f ms on %u threads), evacuation %.2f ms, reclaim "
+	       "%.2f ms",
 	       kind == RH_GC_FULL ? "full" : "partial", (unsigned long long)h->gc_index,
 	       (unsigned long long)(g.eden_bytes >> 10),
 	       (unsigned long long)(mk->bytes_marked >> 10),
 	       (unsigned long long)(g.copied_bytes >> 10), h->n_free, h->eden_limit, h->sz.survival,
 	       g.copied_bytes ? 100.0 * (double)g.helper_bytes / (double)g.copied_bytes : 0.0,
 	       (unsigned long long)g.lost, (double)g.roots_ns / 1e6, (unsigned long long)g.cards,
-	       (double)g.cards_ns / 1e6, (double)g.evac_ns / 1e6, (double)g.reclaim_ns / 1e6);
+	       (double)g.cards_ns / 1e6, g.cards_workers, (double)g.evac_ns / 1e6,
+	       (double)g.reclaim_ns / 1e6);
 	pthread_mutex_lock(&h->stats_lock);
 	h->stats.bytes_copied += g.copied_bytes;
 	h->stats.objects_copied += g.copied_objects;
@@ -512,6 +457,7 @@ done:
 
 	if (h->verify) {
 		rh_emit(h, kind, RH_PHASE_VERIFY, 1);
+		rh_barrier_drain(h); /* rset.D1 */
 		size_t bad = rh_verify_heap(h);
 		rh_emit(h, kind, RH_PHASE_VERIFY, 0);
 		if (bad)
@@ -560,6 +506,7 @@ static void collect_stopped(rh_heap *h, rh_gc_kind kind, uint64_t t_start)
 		rh_cmark_maybe_start(h, h->sz.full_due || rh_sizing_mark_due(h));
 	}
 	rh_cmark_pause_end(h);
+	rh_barrier_hand_over(h); /* rset.D1 */
 	pthread_mutex_unlock(&h->remset_lock);
 	uint64_t pause = rh_now_ns() - t_start;
 	rh_stats_record_pause(h, kind, pause);

@@ -288,6 +288,8 @@ static size_t evicted_cards(rh_heap *h, card_fix *cf, const uint32_t *moved, siz
 			        rh_grow(cf->cards[host], &cf->cap[host], cf->n_cards[host] + 1,
 			                sizeof **cf->cards, 1024, "collector");
 			cf->cards[host][cf->n_cards[host]++] = a;
+			/* swap.I3: its tracer writes the card, before it is fetched. */
+			rh_swap_remote_writes(h->swap, a, (size_t)1 << RH_CARD_SHIFT);
 			total++;
 		}
 	}
@@ -814,6 +816,9 @@ static void send_evacuation(rh_heap *h, cssc_run *x, size_t k)
 	for (uint32_t j = 0; j < x->n_src[k]; j++)
 		if (rh_swap_flush_region(h->swap, x->src[k][j], &e) != RH_OK)
 			rh_heap_fail(h, &e);
+	/* swap.I3: a moved source gets forwarding headers from its tracer. */
+	for (uint32_t j = 0; j < x->n_src[k]; j++)
+		rh_swap_remote_writes(h->swap, h->regions[x->src[k][j]].start, h->region_size);
 	send_remark_roots(h, x, k);
 	/* cssc.C2: sources and destinations agreed before any copy. */
 	if (rh_remote_evacuate(h->remote, k, ++h->cssc.id, h->cfg.remark ? 0 : RH_EVAC_NO_REMARK,
@@ -1089,6 +1094,8 @@ static uint64_t full_drop_filled(rh_heap *h, const rh_remote_full *f)
 			continue;
 		if (rh_swap_flush_region(h->swap, i, &e) != RH_OK)
 			rh_heap_fail(h, &e);
+		/* swap.I3: its tracer wrote fillers over the dead objects. */
+		rh_swap_remote_writes(h->swap, r->start, h->region_size);
 		dropped++;
 	}
 	return dropped;

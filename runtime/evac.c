@@ -240,7 +240,7 @@ static inline void remember(rh_heap *h, void **slot, uintptr_t v)
 		return;
 	}
 	if (needs_entry(h, slot, v))
-		rh_remember(h, (uintptr_t)slot, v);
+		rh_remember_later(h, (uintptr_t)slot, v); /* rset.D1 */
 }
 
 static __attribute__((noinline)) void defer_remember(rh_gcw *w, void **slot, uintptr_t v)
@@ -649,9 +649,8 @@ static void work(void *arg, unsigned id)
 /* Whether this pass runs on several workers: DFS only (a BFS queue has no
  * bottom to share from). On a disaggregated heap the workers fault pages
  * in themselves, as mutators do (docs/swap.md). */
-static unsigned workers_for(rh_gc *g)
+unsigned rh_gc_workers(rh_heap *h)
 {
-	rh_heap *h = g->h;
 	if (h->cfg.order == RH_ORDER_BFS || h->cfg.copy_threads < 2)
 		return 1;
 	if (!h->crew) {
@@ -684,7 +683,7 @@ static void account(rh_gc *g, const rh_gcw *w)
 void rh_evac_trace(rh_gc *g)
 {
 	rh_heap *h = g->h;
-	unsigned n = workers_for(g);
+	unsigned n = rh_gc_workers(h);
 	rh_gcw solo;
 	worker_init(&solo, g, 0, NULL);
 	adopt(&solo, g);

@@ -29,6 +29,7 @@ typedef struct rh_gc {
 	uint64_t eden_bytes;  /* eden in the collection set */
 	uint64_t set_bytes;   /* bytes in use in the collection set */
 	uint64_t cards;       /* remembered cards scanned as roots */
+	unsigned cards_workers; /* threads that scanned them (rset.S3) */
 	/* Per age (a survivor region's survivals; eden 0): bytes of young
 	 * regions in the set, and bytes copied out of them (sizing.T1). */
 	uint64_t age_in[RH_TENURE], aged[RH_TENURE];
@@ -57,6 +58,13 @@ static inline void rh_gc_root_slot_fast(rh_gc *g, void **slot)
 }
 /* A conservatively referenced (pinned) object inside the set. */
 void rh_gc_root_object(rh_gc *g, uintptr_t obj);
+
+/* The roots in the set's remembered cards (cards.c, rset.S2, rset.S3). */
+void rh_cards_scan(rh_gc *g);
+
+/* Threads that take part in this pause's parallel work, counting the
+ * collecting one: 1 alone (BFS order, one copying thread, or no crew). */
+unsigned rh_gc_workers(rh_heap *h);
 
 /* One-pass: copy everything reachable from the roots given, fixing each
  * slot as it is resolved and re-recording cross-region references. */

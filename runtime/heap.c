@@ -116,6 +116,7 @@ static int open_remote(rh_heap *h, rh_error *err)
 	                   .fault_spin_ns = (uint64_t)h->cfg.fault_spin_us * 1000,
 	                   .signal_faults = h->cfg.faults == RH_FAULTS_SIGNAL,
 	                   .timeout_ms = h->cfg.timeout_ms,
+	                   .checksum = h->cfg.checksum != 0,
 	                   .hosts = hosts,
 	                   .n_hosts = n,
 	                   .fatal = heap_fatal,

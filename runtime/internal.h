@@ -133,6 +133,9 @@ struct rh_heap {
 	pthread_cond_t bq_cond;
 	rh_bqbuf *bq_full; /* buffers waiting for the transfer thread */
 	rh_bqbuf *bq_spare;
+	uint32_t bq_n_spare;
+	uint64_t transfer_entries, transfer_ns; /* filed by the transfer thread */
+	rh_bqbuf *bq_pause;    /* survivors' references this pause lists (rset.D1) */
 	uint64_t remset_cards; /* cards over all source queues */
 	/* Regions that could hold remembered cards (not eden) freed since
 	 * the last purge of the remembered sets (region.c, rset.S1). */
@@ -301,6 +304,9 @@ int rh_barrier_start(rh_heap *h);
 void rh_barrier_stop(rh_heap *h);
 /* With the world stopped and remset_lock held: file every pending entry. */
 void rh_barrier_drain(rh_heap *h);
+void rh_remember_later(rh_heap *h, uintptr_t slot, uintptr_t target);
+void rh_barrier_hand_over(rh_heap *h);
+void rh_barrier_discard(rh_heap *h);
 /* File one cross-region reference (remset_lock held). */
 void rh_remember(rh_heap *h, uintptr_t slot, uintptr_t target);
 void rh_bq_flush(rh_mutator *m);

@@ -9,6 +9,7 @@ PKGS=(
   libjansson-dev      # config files and the type table (JSON)
   libunwind-dev       # walking mutator stacks for conservative/precise roots
   libsodium-dev       # keyed-hash challenge-response in the transport handshake
+  libisal-dev         # ISA-L: CRC32C of evicted pages (swap/integrity.c)
   libibverbs-dev librdmacm-dev rdma-core ibverbs-providers  # the verbs provider
   libgc-dev           # bdwgc: comparison benchmarks only, never linked into librheap
   openjdk-17-jdk-headless  # the JVM: benchmarks/run-jvm-compare's target only, never linked into or needed by rheap

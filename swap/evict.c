@@ -45,6 +45,7 @@ static int write_back(rh_swap *s, uint32_t region, const uintptr_t *pages, size_
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++) {
 		memcpy(s->ebuf + i * RH_PAGE_SIZE, (void *)pages[i], RH_PAGE_SIZE);
+		rh_swap_sum_written(s, pages[i], s->ebuf + i * RH_PAGE_SIZE);
 		sg[k++] = (rh_tp_sge){s->ebuf + i * RH_PAGE_SIZE, pages[i], RH_PAGE_SIZE};
 	}
 	uint32_t *ents = (uint32_t *)(void *)(s->ebuf + RH_EVICT_BATCH * RH_PAGE_SIZE);

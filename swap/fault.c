@@ -293,6 +293,8 @@ static void fetch_claimed(rh_swap *s, const rh_swap_host *h, uintptr_t a, size_t
 		rh_swap_fail(s, h, &err);
 		return; /* the fatal handler ends the process; the faulter stays blocked */
 	}
+	if (!rh_swap_sums_ok(s, h, a, buf, n))
+		return; /* swap.I2: a corrupt page is fatal, never installed */
 	for (size_t i = 1; i < n; i++)
 		install(s, a + i * RH_PAGE_SIZE, buf + i * RH_PAGE_SIZE, false, false);
 	install(s, a, buf, write, true);

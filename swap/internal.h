@@ -17,6 +17,7 @@
 #include <stdbool.h>
 
 #include "common/common.h"
+#include "swap/integrity.h"
 #include "swap/swap.h"
 
 #define RH_EVICT_BATCH 64u
@@ -69,6 +70,7 @@ struct rh_swap {
 	uint8_t *zero; /* RH_ZERO_RUN zero pages */
 	atomic_uint_fast64_t wr_seq;
 	uint32_t clock; /* evictor's next region */
+	rh_integ integ; /* with o.checksum: what each page's memory server holds */
 
 	struct {
 		atomic_uint_fast64_t faults, zero_faults, wp_faults, readahead_pages, bytes_fetched,
@@ -100,6 +102,8 @@ static inline bool rh_swap_cas(rh_swap *s, size_t pg, uint8_t from, uint8_t to)
 const rh_swap_host *rh_swap_host_of(rh_swap *s, uintptr_t a);
 /* A remote operation on host h failed: the heap is lost. */
 void rh_swap_fail(rh_swap *s, const rh_swap_host *h, const rh_error *err);
+/* The heap is unusable (err says why): the fatal handler, once. */
+void rh_swap_fatal(rh_swap *s, const rh_error *err);
 uint64_t rh_swap_wr_id(rh_swap *s);
 
 /* userfaultfd helpers (fault.c). rh_uffd_copy returns 0 or -errno (EEXIST:
@@ -126,5 +130,12 @@ int rh_swap_evict_batch(rh_swap *s, uint32_t region, size_t *kept);
  * resident and CLEAN; the number written, 0 when none is dirty, -1 when
  * the write failed (the swap system has failed then). */
 int rh_swap_clean_batch(rh_swap *s, uint32_t region);
+
+/* Checksums (integrity.c), no-ops without o.checksum. The write-back path
+ * records the bytes it sends for page a; the fetch path checks the n pages
+ * read into buf for page a onward before installing any, and on a mismatch
+ * fails the swap system with an error naming host h and the page. */
+void rh_swap_sum_written(rh_swap *s, uintptr_t a, const void *bytes);
+bool rh_swap_sums_ok(rh_swap *s, const rh_swap_host *h, uintptr_t a, const uint8_t *buf, size_t n);
 
 #endif

@@ -27,12 +27,17 @@ uint64_t rh_swap_wr_id(rh_swap *s)
 
 void rh_swap_fail(rh_swap *s, const rh_swap_host *h, const rh_error *cause)
 {
+	rh_error e;
+	rh_err_set(&e, cause->code == RH_OK ? RH_EPEER : cause->code, "%s lost: %s",
+	           h ? h->name : "a memory server", cause->msg);
+	rh_swap_fatal(s, &e);
+}
+
+void rh_swap_fatal(rh_swap *s, const rh_error *err)
+{
 	bool expected = false;
 	if (!atomic_compare_exchange_strong(&s->failed, &expected, true))
 		return;
-	rh_error e, *err = &e;
-	rh_err_set(err, cause->code == RH_OK ? RH_EPEER : cause->code, "%s lost: %s",
-	           h ? h->name : "a memory server", cause->msg);
 	pthread_mutex_lock(&s->lock);
 	pthread_cond_broadcast(&s->cond);
 	pthread_mutex_unlock(&s->lock);
@@ -146,8 +151,11 @@ int rh_swap_open(const rh_swap_opts *o, rh_swap **out, rh_error *err)
 	s->ebuf = map_buf(s->ebuf_len);
 	s->zero = map_buf(RH_ZERO_RUN * RH_PAGE_SIZE);
 	int rc = RH_OK;
-	if (!s->hosts || !s->state || !s->tag || !s->log_head || !s->ra_win || !s->ra_end ||
-	    !s->fbuf || !s->ebuf || !s->zero)
+	if (o->checksum && rh_integ_init(&s->integ, s->n_pages) != 0)
+		rc = rh_err_set(err, RH_ENOMEM, "swap: out of memory for %zu page checksums",
+		                s->n_pages);
+	if (rc == RH_OK && (!s->hosts || !s->state || !s->tag || !s->log_head || !s->ra_win ||
+	                    !s->ra_end || !s->fbuf || !s->ebuf || !s->zero))
 		rc = rh_err_set(err, RH_ENOMEM, "swap: out of memory for %zu page states",
 		                s->n_pages);
 	if (rc == RH_OK)
@@ -223,6 +231,7 @@ void rh_swap_close(rh_swap *s)
 	free(s->log_head);
 	free(s->ra_win);
 	free(s->ra_end);
+	rh_integ_free(&s->integ);
 	free(s);
 }
 
@@ -242,6 +251,9 @@ void rh_swap_region_freed(rh_swap *s, uint32_t region)
 		rh_swap_set(s, pg0 + i, RH_PAGE_INIT);
 	}
 	atomic_fetch_sub(&s->resident, dropped);
+	/* swap.I4: INIT, so its host holds zeros once FREE_OK is in. */
+	if (s->o.checksum)
+		rh_integ_zeroed(&s->integ, pg0, s->pages_per_region);
 	/* New contents: their access pattern is not the old one's (swap.R1). */
 	__atomic_store_n(&s->ra_win[region],
 	                 (uint8_t)__atomic_load_n(&s->readahead, __ATOMIC_RELAXED),
@@ -270,6 +282,19 @@ void rh_swap_region_freed(rh_swap *s, uint32_t region)
 static void finish_fault(rh_swap *s)
 {
 	pthread_rwlock_wrlock(&s->fault_lock);
+	pthread_rwlock_unlock(&s->fault_lock);
+}
+
+/* swap.I3: under fault_lock exclusive; every check holds it shared
+ * (swap.C4), on a page its fault claimed (swap.C1). */
+void rh_swap_remote_writes(rh_swap *s, uintptr_t addr, size_t len)
+{
+	if (!s->o.checksum || !len)
+		return;
+	size_t pg = rh_swap_page(s, addr);
+	size_t end = rh_swap_page(s, addr + len - 1) + 1;
+	pthread_rwlock_wrlock(&s->fault_lock);
+	rh_integ_forget(&s->integ, pg, end - pg);
 	pthread_rwlock_unlock(&s->fault_lock);
 }
 
@@ -377,6 +402,9 @@ void rh_swap_region_filled(rh_swap *s, uint32_t region, size_t bytes)
 	pthread_mutex_lock(&s->lock);
 	for (size_t i = 0; i < n && i < s->pages_per_region; i++) {
 		uint8_t st = rh_swap_get(s, pg0 + i);
+		/* swap.I3: the tracer wrote it; no sum of the CPU server's holds. */
+		if (s->o.checksum)
+			rh_integ_forget(&s->integ, pg0 + i, 1);
 		if (st == RH_PAGE_INIT) {
 			/* swap.P1: INIT -> EVICTED, the tracer's copy is the only one. */
 			rh_swap_set(s, pg0 + i, RH_PAGE_EVICTED);

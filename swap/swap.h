@@ -46,6 +46,7 @@ typedef struct rh_swap_opts {
 	bool signal_faults;        /* each thread serves its own faults (SIGBUS) */
 	uint32_t fault_threads;    /* without signal_faults: threads reading faults (0: 1) */
 	uint32_t timeout_ms;       /* for each remote operation */
+	bool checksum;             /* CRC32C of each page written back, checked at fetch */
 	const rh_swap_host *hosts; /* copied */
 	size_t n_hosts;
 	/* Called once, from a swap thread, when a remote operation fails: the
@@ -81,6 +82,10 @@ void rh_swap_region_freed(rh_swap *s, uint32_t region);
 /* A tracer wrote [start, start + bytes) of a free region (an evacuation
  * destination): its pages are fetched from there on first touch. */
 void rh_swap_region_filled(rh_swap *s, uint32_t region, size_t bytes);
+/* A tracer writes [addr, addr + len) of evicted pages without the CPU
+ * server (forwarding headers, fillers, cards it fixes): their checksums are
+ * forgotten (swap.I3). Call before any of them is fetched again. */
+void rh_swap_remote_writes(rh_swap *s, uintptr_t addr, size_t len);
 /* Percentage of the region's first `bytes` held only by its host. */
 unsigned rh_swap_region_evicted_pct(rh_swap *s, uint32_t region, size_t bytes);
 

@@ -3,7 +3,7 @@
  *
  * usage: rh-bench-swap TRACERD PROVIDER [--cache-mib N] [--json FILE]
  *                      [--threads N] [--signal 0|1] [--fault-threads N]
- *                      [--faults-only 1]
+ *                      [--faults-only 1] [--checksum 0|1]
  *
  * A range 4x the cache is hosted by one tracer. Phases:
  *   zero-fault   read-touch INIT pages (UFFDIO_COPY of a zero page)
@@ -102,13 +102,14 @@ int main(int argc, char **argv)
 	if (argc < 3) {
 		fprintf(stderr,
 		        "usage: %s TRACERD PROVIDER [--cache-mib N] [--json FILE] [--threads N] "
-		        "[--signal 0|1] [--fault-threads N] [--faults-only 1]\n",
+		        "[--signal 0|1] [--fault-threads N] [--faults-only 1] [--checksum 0|1]\n",
 		        argv[0]);
 		return 2;
 	}
 	const char *tracerd = argv[1], *provider = argv[2], *json_path = NULL;
 	unsigned long long cache_mib = 64;
 	int threads = 2, signal_faults = 0, fault_threads = 1, faults_only = 0;
+	bool checksum = false; /* page checksums (cache.checksum), off as before */
 	for (int i = 3; i + 1 < argc; i += 2) {
 		if (!strcmp(argv[i], "--cache-mib"))
 			cache_mib = strtoull(argv[i + 1], NULL, 10);
@@ -122,6 +123,8 @@ int main(int argc, char **argv)
 			faults_only = atoi(argv[i + 1]);
 		else if (!strcmp(argv[i], "--json"))
 			json_path = argv[i + 1];
+		else if (!strcmp(argv[i], "--checksum"))
+			checksum = strcmp(argv[i + 1], "0") != 0;
 	}
 	unsigned long long heap_mib = cache_mib * 4;
 	cluster c;
@@ -158,6 +161,7 @@ int main(int argc, char **argv)
 	                   .signal_faults = signal_faults != 0,
 	                   .fault_threads = (uint32_t)fault_threads,
 	                   .timeout_ms = 5000,
+	                   .checksum = checksum,
 	                   .hosts = hosts,
 	                   .n_hosts = n_hosts};
 	rh_swap *s;
@@ -280,11 +284,12 @@ int main(int argc, char **argv)
 
 	double ratio = fault_us / (raw_us + zero_us);
 	printf("swap benchmark: %s, range %llu MiB, cache %llu MiB (1 tracer), faults served by "
-	       "%s\n",
+	       "%s, checksums %s\n",
 	       provider, heap_mib, cache_mib,
 	       signal_faults       ? "the faulting threads"
 	       : fault_threads > 1 ? "fault threads"
-	                           : "a fault thread");
+	                           : "a fault thread",
+	       checksum ? "on" : "off");
 	printf("  %-34s %10.2f us\n", "zero-page fault (INIT)", zero_us);
 	printf("  %-34s %10.2f us\n", "raw 4 KiB READ (provider)", raw_us);
 	printf("  %-34s %10.2f us   %.2fx (raw + zero); target <= 1.3x\n",
@@ -310,6 +315,7 @@ int main(int argc, char **argv)
 		        "seq_scan_ra32_gbs", seq_gbs[1], "evict_mbs", evict_mbs, "bytes_fetched",
 		        (json_int_t)st.bytes_fetched, "bytes_evicted", (json_int_t)st.bytes_evicted,
 		        "threads", (json_int_t)threads, "mt1_mbs", mt1, "mtn_mbs", mtn);
+		json_object_set_new(j, "checksum", json_boolean(checksum));
 		json_dump_file(j, json_path, JSON_INDENT(2));
 		json_decref(j);
 	}

@@ -56,13 +56,16 @@ typedef struct rh_config {
 	uint64_t heap_size;   /* default 1 GiB; multiple of region_size */
 	uint64_t region_size; /* 0 = chosen from heap_size; power of two 256 KiB..1 GiB */
 
-	/* "cache": { "fraction", "faults", "fault_spin_us", "readahead", "readahead_adaptive" } */
+	/* "cache": { "fraction", "faults", "fault_spin_us", "readahead", "readahead_adaptive",
+	 *            "checksum" } */
 	double cache_fraction;  /* share of the heap kept resident, (0, 1], default 1.0 */
 	rh_faults faults;       /* "faults": "thread" | "signal" */
 	uint32_t fault_spin_us; /* fault thread's polling after a fault, 0..10000, default 50 */
 	uint32_t readahead;     /* evicted pages fetched after a faulting one, 0..64, default 8 */
 	int readahead_adaptive; /* per region, grow the window on sequential faults and shrink
 	                           it on others (1, default), or always use readahead (0) */
+	int checksum; /* CRC32C of every page written back to a memory server, checked when
+	                 it is fetched; a mismatch is fatal (1, default), or none (0) */
 
 	/* "transport": { "provider", "timeout_ms" } */
 	char provider[16];   /* "shm" (default), "tcp", "verbs" */

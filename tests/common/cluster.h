@@ -208,15 +208,19 @@ static inline int cluster_write_config(cluster *c, const char *provider,
 	/* RHEAP_TEST_FAULTS=signal runs a test with faults served by the
 	 * faulting threads (meson.build's "-signal" variants). */
 	const char *faults = getenv("RHEAP_TEST_FAULTS");
+	/* RHEAP_TEST_CHECKSUM=0 or 1 sets cache.checksum; unset, the default. */
+	const char *sums = getenv("RHEAP_TEST_CHECKSUM");
 	FILE *f = fopen(c->config, "w");
 	if (!f)
 		return -1;
 	fprintf(f,
 	        "{\"heap\": {\"size\": \"%lluMiB\"},\n"
-	        " \"cache\": {\"fraction\": %g, \"faults\": \"%s\"},\n"
+	        " \"cache\": {\"fraction\": %g, \"faults\": \"%s\"%s%s},\n"
 	        " \"transport\": {\"provider\": \"%s\", \"timeout_ms\": %u},\n"
 	        " \"secret_file\": \"secret\", \"gc\": {%s},\n \"servers\": [",
-	        heap_mib, cache, faults && *faults ? faults : "thread", provider, timeout_ms,
+	        heap_mib, cache, faults && *faults ? faults : "thread",
+	        sums && *sums ? ", \"checksum\": " : "",
+	        sums && *sums ? (strcmp(sums, "0") ? "true" : "false") : "", provider, timeout_ms,
 	        extra_gc ? extra_gc : "");
 	for (int i = 0; i < c->n; i++)
 		fprintf(f, "%s{\"host\": \"%s\", \"port\": %d}", i ? ", " : "", cluster_host(),

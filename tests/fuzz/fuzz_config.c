@@ -66,6 +66,8 @@ static const char *differs(const rh_config *a, const rh_config *b)
 		return "cache.readahead";
 	if (a->readahead_adaptive != b->readahead_adaptive)
 		return "cache.readahead_adaptive";
+	if (a->checksum != b->checksum)
+		return "cache.checksum";
 	if (strcmp(a->provider, b->provider) != 0)
 		return "transport.provider";
 	if (a->timeout_ms != b->timeout_ms)

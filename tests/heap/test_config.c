@@ -102,6 +102,10 @@ static void test_struct(void)
 	bad_struct("readahead_adaptive 2", "readahead_adaptive", &c);
 
 	th_config(&c, 64, 256);
+	c.checksum = -1;
+	bad_struct("checksum -1", "checksum", &c);
+
+	th_config(&c, 64, 256);
 	c.faults = (rh_faults)7;
 	bad_struct("fault mode 7", "faults", &c);
 

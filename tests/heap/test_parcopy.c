@@ -5,7 +5,13 @@
  * copying threads (more threads than CPUs: a thread preempted in the middle
  * of a copy is the race at its widest). After each collection every spoke
  * must still see its hub's identity and contents, and all spokes of a hub
- * the same address: a hub copied twice would split them. */
+ * the same address: a hub copied twice would split them.
+ *
+ * Old cells, every sixteenth of which refers to one of the round's new
+ * spokes, leave 1500 separate runs of remembered cards: enough for
+ * the copying threads to scan them together (rset.S3). Each such cell
+ * must see its spoke's new address after every collection: a card that no
+ * thread scanned leaves it on the old copy. */
 #include "tests/heap/th.h"
 
 #define HUBS 300
@@ -34,7 +40,17 @@ struct refs {
 	void *e[];
 };
 
-static rh_type_id t_hub, t_spoke, t_refs;
+/* 64 bytes: sixteen cells to two cards. */
+struct cell {
+	uint64_t hdr;
+	struct spoke *to;
+	uint64_t pad[6];
+};
+
+#define CELLS 24000
+#define CELL_STRIDE 16
+
+static rh_type_id t_hub, t_spoke, t_refs, t_cell;
 
 static void register_types(rh_heap *h)
 {
@@ -54,6 +70,12 @@ static void register_types(rh_heap *h)
 	t_spoke = th_type(h, &sd);
 	rh_type_desc rd = {.name = "refs", .layout = RH_LAYOUT_REF_ARRAY, .size = 16};
 	t_refs = th_type(h, &rd);
+	rh_type_desc cd = {.name = "cell",
+	                   .layout = RH_LAYOUT_FIXED,
+	                   .size = sizeof(struct cell),
+	                   .n_ptrs = 1,
+	                   .ptr_offsets = (uint32_t[]){offsetof(struct cell, to)}};
+	t_cell = th_type(h, &cd);
 }
 
 static uint64_t hub_chk(uint64_t id)
@@ -89,6 +111,18 @@ static long check(struct refs *hubs, struct refs *spokes, uint64_t round)
 	return bad;
 }
 
+/* Every sixteenth cell refers to the spoke the spokes array holds. */
+static long check_cells(struct refs *cells, struct refs *spokes)
+{
+	long bad = 0;
+	for (uint64_t i = 0; i < CELLS; i += CELL_STRIDE) {
+		struct cell *c = cells->e[i];
+		if (c->to != spokes->e[(i / CELL_STRIDE) % SPOKES])
+			bad++;
+	}
+	return bad;
+}
+
 static void run(int threads)
 {
 	rh_config cfg;
@@ -99,9 +133,18 @@ static void run(int threads)
 	rh_set_conservative(h, false);
 	register_types(h);
 	rh_mutator *m = th_attach(h);
-	void *slots[2] = {0};
+	void *slots[3] = {0};
 	rh_frame fr;
-	rh_push_frame(m, &fr, slots, 2);
+	rh_push_frame(m, &fr, slots, 3);
+
+	slots[2] = rh_alloc_array(m, t_refs, CELLS);
+	REQUIRE(slots[2] != NULL);
+	for (uint64_t i = 0; i < CELLS; i++) {
+		struct cell *c = rh_alloc(m, t_cell);
+		REQUIRE(c != NULL);
+		struct refs *cells = slots[2];
+		rh_write_ref(m, &cells->e[i], c);
+	}
 
 	slots[0] = rh_alloc_array(m, t_refs, HUBS);
 	REQUIRE(slots[0] != NULL);
@@ -144,6 +187,12 @@ static void run(int threads)
 					             spokes->e[2 * i + 1 + k]);
 			rh_write_ref(m, (void **)&s->next, spokes->e[(i * 13 + 5) % SPOKES]);
 		}
+		struct refs *cells = slots[2];
+		for (uint64_t i = 0; i < CELLS; i += CELL_STRIDE) {
+			spokes = slots[1];
+			rh_write_ref(m, (void **)&((struct cell *)cells->e[i])->to,
+			             spokes->e[(i / CELL_STRIDE) % SPOKES]);
+		}
 		/* Every fourth round replaces the hubs too: copies of copies. */
 		if (round % 4 == 3) {
 			for (uint64_t i = 0; i < HUBS; i++) {
@@ -168,7 +217,7 @@ static void run(int threads)
 		for (int k = 0; k < 3; k++) {
 			CHECK(rh_collect(m, round % 6 == 5 && k == 2) == 0);
 			collections++;
-			long b = check(slots[0], slots[1], round);
+			long b = check(slots[0], slots[1], round) + check_cells(slots[2], slots[1]);
 			if (b)
 				fprintf(stderr,
 				        "%d threads, round %llu, collection %d: %ld problems\n",

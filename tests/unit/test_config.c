@@ -44,14 +44,14 @@ static int cfg_equal(const rh_config *a, const rh_config *b)
 	    a->region_size != b->region_size || a->cache_fraction != b->cache_fraction ||
 	    a->fault_spin_us != b->fault_spin_us || a->faults != b->faults ||
 	    a->readahead != b->readahead || a->readahead_adaptive != b->readahead_adaptive ||
-	    strcmp(a->provider, b->provider) || a->timeout_ms != b->timeout_ms ||
-	    a->n_servers != b->n_servers || a->pause_budget_us != b->pause_budget_us ||
-	    a->order != b->order || a->young_fraction != b->young_fraction ||
-	    a->full_threshold != b->full_threshold || a->offload != b->offload ||
-	    a->tracer_threads != b->tracer_threads || a->copy_threads != b->copy_threads ||
-	    a->reorder != b->reorder || a->verify != b->verify ||
-	    strcmp(a->secret_file, b->secret_file) || a->secret_len != b->secret_len ||
-	    memcmp(a->secret, b->secret, a->secret_len))
+	    a->checksum != b->checksum || strcmp(a->provider, b->provider) ||
+	    a->timeout_ms != b->timeout_ms || a->n_servers != b->n_servers ||
+	    a->pause_budget_us != b->pause_budget_us || a->order != b->order ||
+	    a->young_fraction != b->young_fraction || a->full_threshold != b->full_threshold ||
+	    a->offload != b->offload || a->tracer_threads != b->tracer_threads ||
+	    a->copy_threads != b->copy_threads || a->reorder != b->reorder ||
+	    a->verify != b->verify || strcmp(a->secret_file, b->secret_file) ||
+	    a->secret_len != b->secret_len || memcmp(a->secret, b->secret, a->secret_len))
 		return 0;
 	for (size_t i = 0; i < a->n_servers; i++)
 		if (strcmp(a->servers[i].host, b->servers[i].host) ||
@@ -94,7 +94,7 @@ static void test_defaults(void)
 	CHECK(c.heap_base == RH_DEFAULT_BASE && c.heap_size == GIB && c.region_size == 0);
 	CHECK(c.cache_fraction == 1.0 && strcmp(c.provider, "shm") == 0 && c.timeout_ms == 2000);
 	CHECK(c.fault_spin_us == 50 && c.faults == RH_FAULTS_THREAD);
-	CHECK(c.readahead == 8 && c.readahead_adaptive == 1);
+	CHECK(c.readahead == 8 && c.readahead_adaptive == 1 && c.checksum == 1);
 	CHECK(c.n_servers == 0 && c.pause_budget_us == 10000 && c.order == RH_ORDER_DFS);
 	CHECK(c.young_fraction == 0.25 && c.full_threshold == 0.15 && c.offload == 1);
 	CHECK(c.tracer_threads == 1 && c.reorder == 1 && c.verify == 0 && c.secret_len == 0 &&
@@ -119,7 +119,7 @@ static void test_values(void)
 	rh_config c;
 	parse_ok("{'heap':{'base':'0x200000000000','size':'2GiB','region_size':'4 MiB'},"
 	         "'cache':{'fraction':0.5,'fault_spin_us':0,'faults':'signal','readahead':0,"
-	         "'readahead_adaptive':false},"
+	         "'readahead_adaptive':false,'checksum':false},"
 	         "'transport':{'provider':'tcp','timeout_ms':500},'gc':{'pause_budget_ms':0.5,'"
 	         "order':'bfs','young_fraction':0.5,"
 	         "'full_threshold':0,'offload':false,'tracer_threads':4,'reorder':false,"
@@ -129,7 +129,7 @@ static void test_values(void)
 	      c.region_size == 4 * MIB);
 	CHECK(c.cache_fraction == 0.5 && !strcmp(c.provider, "tcp") && c.timeout_ms == 500);
 	CHECK(c.fault_spin_us == 0 && c.faults == RH_FAULTS_SIGNAL);
-	CHECK(c.readahead == 0 && c.readahead_adaptive == 0);
+	CHECK(c.readahead == 0 && c.readahead_adaptive == 0 && c.checksum == 0);
 	CHECK(c.pause_budget_us == 500 && c.order == RH_ORDER_BFS && c.young_fraction == 0.5);
 	CHECK(c.full_threshold == 0 && !c.offload && c.tracer_threads == 4 && !c.reorder &&
 	      c.verify && c.copy_threads == 3);
@@ -311,6 +311,7 @@ static void test_bad(void)
 	        {"{'cache':{'readahead':-1}}", "cache.readahead: -1 is out of range 0..64"},
 	        {"{'cache':{'readahead_adaptive':1}}",
 	         "cache.readahead_adaptive: expected true or false"},
+	        {"{'cache':{'checksum':'on'}}", "cache.checksum: expected true or false"},
 	        {"{'transport':{'timeout_ms':0}}",
 	         "transport.timeout_ms: 0 is out of range 1..600000"},
 	        {"{'transport':{'timeout_ms':600001}}",
