@@ -66,6 +66,13 @@ static rh_bqbuf *take_spare(rh_heap *h)
 	return b;
 }
 
+/* A filled buffer to the transfer thread's list (remset_lock held). */
+static void queue_full(rh_heap *h, rh_bqbuf *b)
+{
+	b->next = h->bq_full;
+	h->bq_full = b;
+}
+
 static void *transfer_main(void *arg)
 {
 	rh_heap *h = arg;
@@ -131,8 +138,7 @@ void rh_bq_flush(rh_mutator *m)
 	if (!m->bq || m->bq->n == 0)
 		return;
 	pthread_mutex_lock(&h->remset_lock);
-	m->bq->next = h->bq_full;
-	h->bq_full = m->bq;
+	queue_full(h, m->bq);
 	m->bq = take_spare(h);
 	pthread_cond_signal(&h->bq_cond);
 	pthread_mutex_unlock(&h->remset_lock);
@@ -183,10 +189,8 @@ void rh_remember_later(rh_heap *h, uintptr_t slot, uintptr_t target)
 	}
 	rh_bqbuf *b = h->bq_pause;
 	if (!b || b->n == RH_BQ_CAP) {
-		if (b) {
-			b->next = h->bq_full;
-			h->bq_full = b;
-		}
+		if (b)
+			queue_full(h, b);
 		b = h->bq_pause = take_spare(h);
 	}
 	b->e[b->n][0] = slot;
@@ -201,8 +205,7 @@ void rh_barrier_hand_over(rh_heap *h)
 	rh_bqbuf *b = h->bq_pause;
 	if (!b || !b->n)
 		return;
-	b->next = h->bq_full;
-	h->bq_full = b;
+	queue_full(h, b);
 	h->bq_pause = NULL;
 	pthread_cond_signal(&h->bq_cond);
 }

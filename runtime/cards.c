@@ -5,9 +5,9 @@
  * card bitmap, then listed as runs of adjacent cards in one source region.
  * Each run's objects are walked with the source region's start bitmap, and
  * each slot in the run that refers into the set becomes a root slot. With
- * several copying threads and enough runs, the crew walks them: each
- * worker claims whole source regions, lists its root slots apart, and the
- * lists are joined before copying begins.
+ * several copying threads and enough cards, the crew walks them: each
+ * worker claims batches of runs that end at a source region's end, lists
+ * its root slots apart, and the lists are joined before copying begins.
  */
 #include <stdlib.h>
 #include <string.h>
