@@ -42,17 +42,6 @@ static void on_alarm(int sig)
 	_exit(1);
 }
 
-/* Pages of the heap CLEAN or DIRTY: what the resident count must say. */
-static size_t count_resident(rh_swap *s)
-{
-	size_t k = 0;
-	for (size_t pg = 0; pg < s->n_pages; pg++) {
-		uint8_t st = rh_swap_get(s, pg);
-		k += st == RH_PAGE_CLEAN || st == RH_PAGE_DIRTY;
-	}
-	return k;
-}
-
 static size_t count_state(rh_swap *s, uintptr_t a, size_t n, uint8_t st)
 {
 	size_t k = 0;

@@ -138,16 +138,6 @@ static void *cleaner(void *arg)
 	return NULL;
 }
 
-static size_t count_resident(rh_swap *s)
-{
-	size_t n = 0;
-	for (size_t i = 0; i < s->n_pages; i++) {
-		uint8_t st = rh_swap_get(s, i);
-		n += st == RH_PAGE_CLEAN || st == RH_PAGE_DIRTY;
-	}
-	return n;
-}
-
 static void on_alarm(int sig)
 {
 	static const char msg[] = "not ok: stuck\n";
