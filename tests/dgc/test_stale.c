@@ -47,14 +47,14 @@
 #define CHAIN (STEP + 1000) /* a lies beyond the first marking step */
 
 static int failures;
-#define CHECK(c, ...)                                                                      \
-	do {                                                                               \
-		if (!(c)) {                                                                \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);               \
-			fprintf(stderr, __VA_ARGS__);                                      \
-			fprintf(stderr, "\n");                                             \
-			failures++;                                                        \
-		}                                                                          \
+#define CHECK(c, ...)                                                                              \
+	do {                                                                                       \
+		if (!(c)) {                                                                        \
+			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                       \
+			fprintf(stderr, __VA_ARGS__);                                              \
+			fprintf(stderr, "\n");                                                     \
+			failures++;                                                                \
+		}                                                                                  \
 	} while (0)
 
 static rh_region_meta meta[4];
@@ -153,8 +153,7 @@ static void write_back(void *ctx)
 	pair(A_IX)[1] = 0;
 	uint64_t head = m->log_head;
 	m->log[head % RH_LOG_ENTRIES] = (uint32_t)(((uintptr_t)pair(C_IX) - PART_BASE) >> 12);
-	m->log[(head + 1) % RH_LOG_ENTRIES] =
-	        (uint32_t)(((uintptr_t)pair(A_IX) - PART_BASE) >> 12);
+	m->log[(head + 1) % RH_LOG_ENTRIES] = (uint32_t)(((uintptr_t)pair(A_IX) - PART_BASE) >> 12);
 	__atomic_store_n(&m->log_head, head + 2, __ATOMIC_RELEASE);
 	__atomic_store_n(&m->tag, v + 4, __ATOMIC_RELEASE); /* <0, v+2> */
 }
@@ -207,7 +206,9 @@ static uint64_t run(int remark)
 	d->step_hook = write_back;
 	CHECK(rh_dgc_mark_next(d), "MSCT marked no region");
 	d->step_hook = NULL;
-	CHECK(hook_calls >= 1, "the marking ended within one step (%d hook calls): the write-back did not land inside it",
+	CHECK(hook_calls >= 1,
+	      "the marking ended within one step (%d hook calls): the write-back did not land "
+	      "inside it",
 	      hook_calls);
 	CHECK(!rh_bit_get(d->marks, ((uintptr_t)pair(B_IX) - part.base) >> 3),
 	      "the concurrent marking reached b: the scenario hides nothing");
@@ -218,9 +219,11 @@ static uint64_t run(int remark)
 	handle_ok(d, &m);
 	static const uint32_t regions[] = {SRC, DST};
 	m = (rh_msg){.type = RH_MSG_EVACUATE};
-	m.u.evacuate = (rh_msg_evacuate){
-	        .id = 7, .flags = remark ? 0 : RH_EVAC_NO_REMARK, .n_src = 1, .n_dst = 1,
-	        .regions = regions};
+	m.u.evacuate = (rh_msg_evacuate){.id = 7,
+	                                 .flags = remark ? 0 : RH_EVAC_NO_REMARK,
+	                                 .n_src = 1,
+	                                 .n_dst = 1,
+	                                 .regions = regions};
 	evacuated_seen = 0;
 	errors_seen = 0;
 	if (handle(d, &m) != 0) {
@@ -277,12 +280,14 @@ int main(void)
 		       (unsigned long long)all, with ? ", b among them" : ", b not");
 
 	uint64_t without = run(0);
-	CHECK(without == 0 || without == UINT64_MAX, "no-remark: b was copied all the same (%llu bytes): the scenario "
-	                    "does not hide it",
+	CHECK(without == 0 || without == UINT64_MAX,
+	      "no-remark: b was copied all the same (%llu bytes): the scenario "
+	      "does not hide it",
 	      (unsigned long long)without);
-	printf("no-remark (control): b %s\n", without == 0          ? "lost, as it must be"
-	                                       : without == UINT64_MAX ? "unmarked (evacuation refused)"
-	                                                               : "copied");
+	printf("no-remark (control): b %s\n", without == 0 ? "lost, as it must be"
+	                                      : without == UINT64_MAX
+	                                              ? "unmarked (evacuation refused)"
+	                                              : "copied");
 
 	printf("%s\n", failures ? "FAILED" : "ok");
 	return failures ? 1 : 0;
