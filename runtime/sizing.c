@@ -77,13 +77,16 @@ double rh_sizing_old_cost(const rh_heap *h, uint64_t live_bytes, uint64_t cards)
  * one region a pause, not to the new need at once: eden's limit swings
  * between 1 and 6 regions from one pause to the next when survival is
  * high, and a pool cut to a small eden's need dropped the regions the
- * next, larger eden took back cold, every first write to them a page
- * fault inside the allocating thread. */
+ * next, larger eden took back cold, every first write to them a stall
+ * inside the allocating thread. A disaggregated heap's warm regions take
+ * page-cache room that its cache fraction bounds: its pool follows the
+ * need as before. */
 static void set_warm_limit(rh_heap *h, double surv)
 {
 	uint32_t need = h->eden_limit + (uint32_t)(h->eden_limit * surv + 0.999) + 2;
-	uint32_t kept = h->warm_limit > need ? h->warm_limit - 1 : need;
-	h->warm_limit = kept > need ? kept : need;
+	if (!h->swap && h->warm_limit > need + 1)
+		need = h->warm_limit - 1;
+	h->warm_limit = need;
 }
 
 static double avg(double old, double now)
