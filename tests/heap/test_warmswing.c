@@ -37,8 +37,8 @@ typedef struct node {
 static rh_type_id t_node;
 
 static struct {
-	long start;       /* ru_minflt at the pause's STOP, -1 outside one */
-	uint64_t inside;  /* faults within pauses */
+	long start;      /* ru_minflt at the pause's STOP, -1 outside one */
+	uint64_t inside; /* faults within pauses */
 	uint64_t pauses;
 } ev;
 
