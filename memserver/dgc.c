@@ -145,6 +145,8 @@ static void mark_region(rh_dgc *d, mctx *w, uint32_t l)
 	for (size_t i = 0; i < t->n_roots; i++)
 		rh_marker_root(&w->mk, w->cur_start + (uintptr_t)t->roots[i] * 8);
 	while (rh_marker_drain_some(&w->mk, STEP)) {
+		if (d->step_hook)
+			d->step_hook(d->step_ctx);
 		if (inbox_waiting(d)) {
 			/* A pause or a new table: start this region over later. */
 			rh_dgc_reset_region(d, l);

@@ -89,6 +89,10 @@ struct rh_dgc {
 	int failed;
 	rh_error fail_err;
 	rh_dgc_stats st;
+	/* Tests only (tests/dgc/test_stale.c): called between two steps of a
+	 * region's concurrent marking, where an eviction batch may land. */
+	void (*step_hook)(void *ctx);
+	void *step_ctx;
 
 	/* Full-heap marking (between FULL BEGIN and END). */
 	bool full;

@@ -52,6 +52,8 @@ typedef struct rh_cmark {
 	size_t n_parts, cap_parts;
 	uint32_t scrub_next; /* region the scrub is in */
 	uintptr_t scrub_pos; /* and where in it (0: its start) */
+	uint8_t *dirty;      /* per region: bits a cycle may have set (cmark.C8) */
+	uint32_t clear_next; /* next region the marker clears between cycles */
 
 	pthread_mutex_t satb_lock;
 	rh_satb *satb_full; /* filled buffers, for the marker */

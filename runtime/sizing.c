@@ -131,13 +131,22 @@ static void measure(rh_gc *g)
  * rate anew. */
 #define PROMOTE_RATE 0.8
 #define PROBE 8
+/* sizing.T2: a structure built over many pauses (listscan's partitions,
+ * 20 pauses at 100 % survival) is promoted at once too, cards or not:
+ * aged, each of its bytes was copied three times. A temporary structure
+ * (gcbench's and binary-trees' trees) is built within a pause or two and
+ * dies, so it never keeps all it aged for STREAK pauses in a row. */
+#define KEEP_RATE 0.95
+#define STREAK 4
 static void choose_tenure(rh_gc *g)
 {
 	rh_sizing *sz = &g->h->sz;
 	if (g->age_in[1] >= g->h->region_size) {
 		double rate = (double)g->aged[1] / (double)g->age_in[1];
 		bool carded = g->cards_ns * 4 >= g->evac_ns;
-		uint32_t t = rate >= PROMOTE_RATE && carded ? 1 : RH_TENURE;
+		sz->streak = rate >= KEEP_RATE ? sz->streak + 1 : 0;
+		bool built = sz->streak >= STREAK;
+		uint32_t t = rate >= PROMOTE_RATE && (carded || built) ? 1 : RH_TENURE;
 		if (t != sz->tenure)
 			rh_log(RH_LOG_DEBUG, "gc",
 			       "tenure %u: %.0f %% of survivors aged 1 survived", t, 100 * rate);
