@@ -73,10 +73,20 @@ double rh_sizing_old_cost(const rh_heap *h, uint64_t live_bytes, uint64_t cards)
 /* Free regions kept mapped (region.c): enough for the next eden and the
  * copies of its expected survivors, so that neither the mutator nor the
  * pause faults pages in, but no more (they count in RSS, and on a
- * disaggregated heap in the page cache). */
+ * disaggregated heap in the page cache). sizing.W1: the pool shrinks by
+ * one region a pause, not to the new need at once: eden's limit swings
+ * between 1 and 6 regions from one pause to the next when survival is
+ * high, and a pool cut to a small eden's need dropped the regions the
+ * next, larger eden took back cold, every first write to them a stall
+ * inside the allocating thread. A disaggregated heap's warm regions take
+ * page-cache room that its cache fraction bounds: its pool follows the
+ * need as before. */
 static void set_warm_limit(rh_heap *h, double surv)
 {
-	h->warm_limit = h->eden_limit + (uint32_t)(h->eden_limit * surv + 0.999) + 2;
+	uint32_t need = h->eden_limit + (uint32_t)(h->eden_limit * surv + 0.999) + 2;
+	if (!h->swap && h->warm_limit > need + 1)
+		need = h->warm_limit - 1;
+	h->warm_limit = need;
 }
 
 static double avg(double old, double now)
