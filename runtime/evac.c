@@ -157,7 +157,8 @@ static uintptr_t surv_alloc(rh_gcw *w, size_t bytes, uint32_t age)
 	 * survivor region may take one more.) */
 	uint32_t max_surv = h->cfg.n_servers ? h->eden_limit / 2 : h->eden_limit;
 	uint32_t min_surv = h->cfg.n_servers ? 2 : 4;
-	if (max_surv < min_surv)
+	/* sizing.T3: a probe ages a sample. */
+	if (max_surv < min_surv || h->sz.probing)
 		max_surv = min_surv;
 	bool fits = *cur &&
 	            h->regions[*cur - 1].start + h->region_size - h->regions[*cur - 1].top >= bytes;

@@ -138,6 +138,10 @@ static void measure(rh_gc *g)
  * dies, so it never keeps all it aged for STREAK pauses in a row. */
 #define KEEP_RATE 0.95
 #define STREAK 4
+/* sizing.T3: while a probe measures the rate again, survivor space is its
+ * floor (evac.c, surv_alloc) and the rest is promoted as before: aged
+ * whole, a probe in listscan's scans left 30 MiB of survivors that the
+ * next pause copied again, with their cards, in a 74 ms pause. */
 static void choose_tenure(rh_gc *g)
 {
 	rh_sizing *sz = &g->h->sz;
@@ -152,8 +156,11 @@ static void choose_tenure(rh_gc *g)
 			       "tenure %u: %.0f %% of survivors aged 1 survived", t, 100 * rate);
 		sz->tenure = t;
 		sz->probe = PROBE;
+		sz->probing = false;
 	} else if (sz->tenure == 1 && --sz->probe == 0) {
+		/* sizing.T3: a sample is enough to measure the rate. */
 		sz->tenure = RH_TENURE;
+		sz->probing = true;
 	}
 }
 

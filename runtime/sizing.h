@@ -37,6 +37,7 @@ typedef struct rh_sizing {
 	bool full_due;            /* the old generation outgrew its bound: next pause is full */
 	uint32_t tenure;          /* survivors are promoted at this age (1 .. RH_TENURE) */
 	uint32_t probe;           /* pauses until a promoting tenure is measured again */
+	bool probing;             /* ages survivors only to measure them (sizing.T3) */
 	uint32_t streak;          /* measured pauses in a row that kept all they aged (sizing.T2) */
 	size_t old_cands;         /* old regions the last marking left worth collecting */
 } rh_sizing;
