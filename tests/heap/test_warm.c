@@ -16,7 +16,6 @@
  * own faults (eden) are not counted. */
 #include <stdint.h>
 #include <stdio.h>
-#include <sys/resource.h>
 
 #include "th.h"
 
@@ -43,14 +42,6 @@ static struct {
 	uint64_t seen;    /* collections seen */
 } ev;
 
-static long minflt(void)
-{
-	struct rusage ru;
-	if (getrusage(RUSAGE_THREAD, &ru) != 0)
-		return 0;
-	return ru.ru_minflt;
-}
-
 static void on_event(const rh_event *e, void *data)
 {
 	(void)data;
@@ -58,13 +49,13 @@ static void on_event(const rh_event *e, void *data)
 		return;
 	if (e->begin) {
 		ev.gc_index = e->gc_index;
-		ev.start = minflt();
+		ev.start = th_minflt();
 		return;
 	}
 	if (ev.start < 0 || e->gc_index != ev.gc_index)
 		return;
 	if (ev.seen++ >= WARMUP) {
-		ev.faults += (uint64_t)(minflt() - ev.start);
+		ev.faults += (uint64_t)(th_minflt() - ev.start);
 		ev.counted++;
 	}
 	ev.start = -1;

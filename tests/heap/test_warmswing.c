@@ -19,7 +19,6 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <sys/resource.h>
 
 #include "th.h"
 
@@ -42,21 +41,13 @@ static struct {
 	uint64_t pauses;
 } ev;
 
-static long minflt(void)
-{
-	struct rusage ru;
-	if (getrusage(RUSAGE_THREAD, &ru) != 0)
-		return 0;
-	return ru.ru_minflt;
-}
-
 static void on_event(const rh_event *e, void *data)
 {
 	(void)data;
 	if (e->phase == RH_PHASE_STOP && e->begin && ev.start < 0) {
-		ev.start = minflt();
+		ev.start = th_minflt();
 	} else if (e->phase == RH_PHASE_RECLAIM && !e->begin && ev.start >= 0) {
-		ev.inside += (uint64_t)(minflt() - ev.start);
+		ev.inside += (uint64_t)(th_minflt() - ev.start);
 		ev.start = -1;
 		ev.pauses++;
 	}
@@ -111,9 +102,9 @@ int main(void)
 	static void *slots[SLOTS];
 	rh_frame f;
 	rh_push_frame(m, &f, slots, SLOTS);
-	long f0 = minflt();
+	long f0 = th_minflt();
 	slots[0] = make(m, slots + 1, NODES);
-	long f1 = minflt();
+	long f1 = th_minflt();
 	uint64_t bad = 0, c = count(slots[0], &bad);
 	CHECK(c == NODES && bad == 0, "tree of %llu nodes, %llu wrong", (unsigned long long)c,
 	      (unsigned long long)bad);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "rheap/rheap.h"
 #include "tests/common/check.h"
@@ -52,6 +53,16 @@ static inline rh_stats th_stats(rh_heap *h)
 	memset(&s, 0, sizeof s);
 	rh_stats_get(h, &s);
 	return s;
+}
+
+/* The calling thread's minor page faults so far: first touches of fresh
+ * memory, which the warm-region tests count. */
+static inline long th_minflt(void)
+{
+	struct rusage ru;
+	if (getrusage(RUSAGE_THREAD, &ru) != 0)
+		return 0;
+	return ru.ru_minflt;
 }
 
 static inline int th_same_region(const void *a, const void *b, uint64_t region_size)
