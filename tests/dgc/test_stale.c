@@ -35,6 +35,7 @@
 #include "gc/object.h"
 #include "gc/types.h"
 #include "memserver/dgc_int.h"
+#include "tests/common/check.h"
 
 #define HEAP_BASE 0x520000000000ull
 #define REGION (256ull << 10)
@@ -45,17 +46,6 @@
 #define DST 5u
 #define PAIR 24u
 #define CHAIN (STEP + 1000) /* a lies beyond the first marking step */
-
-static int failures;
-#define CHECK(c, ...)                                                                              \
-	do {                                                                                       \
-		if (!(c)) {                                                                        \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                       \
-			fprintf(stderr, __VA_ARGS__);                                              \
-			fprintf(stderr, "\n");                                                     \
-			failures++;                                                                \
-		}                                                                                  \
-	} while (0)
 
 static rh_region_meta meta[4];
 static rh_msg_evacuated last_evacuated;
@@ -289,6 +279,5 @@ int main(void)
 	                                              ? "unmarked (evacuation refused)"
 	                                              : "copied");
 
-	printf("%s\n", failures ? "FAILED" : "ok");
-	return failures ? 1 : 0;
+	return check_done();
 }
