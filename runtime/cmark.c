@@ -257,7 +257,14 @@ static void *marker_main(void *arg)
 			if (scrub_some(h))
 				set_phase(c, RH_CM_SCRUBBED);
 		} else {
+			/* Clearing follows the cycle's end, so its time would be
+			 * lost in the next snapshot's reset of mark_ns. */
 			clear_some(h);
+			uint64_t dt = rh_now_ns() - t0;
+			pthread_mutex_lock(&h->stats_lock);
+			h->stats.concurrent_mark_ns += dt;
+			pthread_mutex_unlock(&h->stats_lock);
+			continue;
 		}
 		c->mark_ns += rh_now_ns() - t0;
 	}

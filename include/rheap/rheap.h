@@ -271,7 +271,7 @@ typedef struct rh_stats {
 	/* Concurrent marking (local heaps). */
 	uint64_t concurrent_cycles;  /* cycles finished */
 	uint64_t concurrent_aborts;  /* cycles dropped for a full collection */
-	uint64_t concurrent_mark_ns; /* marker thread time in finished cycles */
+	uint64_t concurrent_mark_ns; /* marker thread time: finished cycles, mark clearing */
 	/* Parallel copying (gc.copy_threads). */
 	uint64_t
 	        bytes_copied_helpers; /* of bytes_copied, by threads other than the collecting one */
