@@ -171,6 +171,7 @@ V rhs_eval(V x, V env)
 	V res;
 	for (;;) {
 		rh_safepoint(vm.m);
+		rhs_interrupt_poll();
 		x = R[0];
 		if (IS_SYM(x)) {
 			res = lookup(x, R[1]);

@@ -290,6 +290,7 @@ _Noreturn void rhs_error(const char *msg, V irritant)
 		fprintf(stderr, "  in expression: %s\n", s);
 		free(s);
 	}
+	rhs_source_print(stderr);
 	unwind();
 }
 

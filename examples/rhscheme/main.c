@@ -75,8 +75,12 @@ static int run_script(const char *path)
 	static size_t pos;
 	pos = 0;
 	int status = 0;
+	rhs_source_begin(path);
+	rhs_source_buffer(buf);
 	if (setjmp(jb) == 0) {
 		for (;;) {
+			g_cur_expr = NULL; /* a reader error is about no expression yet */
+			rhs_source_next(pos, len);
 			V d = rhs_read(buf, len, &pos);
 			if (d == EOF_V)
 				break;
@@ -133,7 +137,10 @@ static int repl(void)
 	vm.repl = true;
 	cap = 4096, len = 0;
 	buf = malloc(cap);
+	rhs_source_begin("stdin");
 	setjmp(jb); /* errors come back here, with the input discarded */
+	if (len)
+		rhs_source_done(len);
 	len = 0;
 	for (;;) {
 		if (tty) {
@@ -145,6 +152,15 @@ static int repl(void)
 		rh_mutator_park(vm.m);
 		char *got = fgets(line, sizeof line, stdin);
 		rh_mutator_unpark(vm.m);
+		if (rhs_interrupted) { /* Ctrl-C while typing: drop the line */
+			rhs_interrupted = 0;
+			clearerr(stdin);
+			fputc('\n', stdout);
+			rhs_source_buffer(buf);
+			rhs_source_done(len);
+			len = 0;
+			continue;
+		}
 		if (!got)
 			break;
 		size_t n = strlen(line);
@@ -155,7 +171,10 @@ static int repl(void)
 		if (!complete(buf, len))
 			continue;
 		pos = 0;
+		rhs_source_buffer(buf);
 		for (;;) {
+			g_cur_expr = NULL; /* a reader error is about no expression yet */
+			rhs_source_next(pos, len);
 			V d = rhs_read(buf, len, &pos);
 			if (d == EOF_V)
 				break;
@@ -167,6 +186,7 @@ static int repl(void)
 			}
 		}
 		fflush(stdout);
+		rhs_source_done(len);
 		len = 0;
 	}
 	if (tty)
@@ -199,11 +219,14 @@ static void *vm_thread(void *arg)
 	opts *o = arg;
 	rh_error err = {0};
 	vm.max_depth = o->max_depth;
+	/* SIGINT is blocked here (main did it), so the heap's threads inherit
+	 * the block; this thread takes it once they run. */
 	if (rhs_heap_init(&o->cfg, !RHS_CONSERVATIVE, &err) < 0) {
 		fprintf(stderr, "rhscheme: cannot open the heap: %s\n", err.msg);
 		o->status = 2;
 		return NULL;
 	}
+	rhs_sigint_take(!o->script);
 	jmp_buf jb; /* errors while installing the builtins (out of memory) */
 	vm.on_error = &jb;
 	if (setjmp(jb) == 0) {
@@ -250,6 +273,7 @@ int main(int argc, char **argv)
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, 1ull << 30);
 	pthread_t t;
+	rhs_sigint_block(); /* for this thread and, inherited, the VM's */
 	if (pthread_create(&t, &attr, vm_thread, &o) != 0) {
 		fprintf(stderr, "rhscheme: cannot start the VM thread\n");
 		return 2;

@@ -17,6 +17,7 @@
 
 #include <rheap/rheap.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -186,6 +187,24 @@ V rhs_intern(const char *b, size_t n);
 V rhs_sym(const char *name);
 _Noreturn void rhs_error(const char *msg, V irritant);
 _Noreturn void rhs_errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* source.c: the file and line of the top-level datum being run. */
+void rhs_source_begin(const char *name);
+void rhs_source_buffer(const char *buf);
+void rhs_source_next(size_t pos, size_t len);
+void rhs_source_done(size_t len);
+void rhs_source_print(FILE *f);
+
+/* interrupt.c: Ctrl-C returns to the REPL's prompt. */
+extern volatile sig_atomic_t rhs_interrupted;
+void rhs_sigint_block(void);
+void rhs_sigint_take(bool repl);
+_Noreturn void rhs_interrupt_raise(void);
+static inline void rhs_interrupt_poll(void)
+{
+	if (__builtin_expect(rhs_interrupted, 0))
+		rhs_interrupt_raise();
+}
 
 /* read.c: parse one datum from *pos in buf; EOF_V at the end. */
 V rhs_read(const char *buf, size_t len, size_t *pos);

@@ -6,7 +6,8 @@
 TESTDIR/NAME.scm is run (with an 8 MiB heap unless NAME.args says otherwise) as a script (or, if TESTDIR/NAME.stdin exists, fed
 to the REPL on stdin). Its stdout must equal NAME.out; its exit status must
 equal NAME.status (default 0); every line of NAME.err, if present, must
-occur in its stderr. NAME.args holds extra command-line flags.
+occur in its stderr, except lines starting with '!', whose rest must not.
+NAME.args holds extra command-line flags.
 
 With --rheapctl, the program runs on a disaggregated heap: a config with
 two shm memory servers on 127.0.0.1 (free ports picked by the kernel), a 64 MiB heap and
@@ -99,8 +100,12 @@ def main():
     if p.returncode != expected_status:
         problems.append(f"exit status {p.returncode}, expected {expected_status}")
     for line in expected_err:
-        if line.strip() not in p.stderr:
-            problems.append(f"stderr lacks {line.strip()!r}")
+        text = line.strip()
+        if text.startswith("!"):
+            if text[1:].strip() in p.stderr:
+                problems.append(f"stderr holds {text[1:].strip()!r}")
+        elif text not in p.stderr:
+            problems.append(f"stderr lacks {text!r}")
     if problems:
         print(f"FAIL {name}: {' '.join(cmd)}")
         for pr in problems:
