@@ -2,21 +2,26 @@
  * line being typed) and returns to the prompt with the session's
  * definitions intact, as Scheme REPLs do, instead of killing the process.
  *
- * Only the VM thread takes SIGINT. librheap's own threads (page faults,
- * remembered-set transfer, marking) are started by the VM thread while it
- * blocks the signal, so they inherit the block and none of their system
- * calls is ever interrupted; the main thread blocks it before starting the
- * VM thread. Scripts keep the default action: Ctrl-C ends them. */
+ * The VM thread takes SIGINT. The main thread blocks it before starting
+ * the VM thread, and librheap's threads started at heap open (page faults,
+ * remembered-set transfer, marking) inherit the block, so none of their
+ * system calls is interrupted. Copying helpers start later, at the first
+ * parallel collection, without it: the handler, if it lands on one, passes
+ * the signal on to the VM thread, whose read at the prompt must return.
+ * Scripts keep the default action: Ctrl-C ends them. */
+#include <pthread.h>
 #include <signal.h>
 
 #include "rhs.h"
 
 volatile sig_atomic_t rhs_interrupted;
+static pthread_t vm_thread;
 
 static void on_sigint(int sig)
 {
-	(void)sig;
 	rhs_interrupted = 1;
+	if (!pthread_equal(pthread_self(), vm_thread))
+		pthread_kill(vm_thread, sig); /* async-signal-safe */
 }
 
 static void set_sigint(int how)
@@ -35,6 +40,7 @@ void rhs_sigint_block(void)
 /* On the VM thread, once the heap's threads are running. */
 void rhs_sigint_take(bool repl)
 {
+	vm_thread = pthread_self();
 	if (repl) {
 		struct sigaction sa = {.sa_handler = on_sigint};
 		sigemptyset(&sa.sa_mask);
