@@ -2,14 +2,15 @@
  * seed and checksum): a streaming join over a sliding window of WINDOW
  * batches. Each step a batch of --size records arrives (a key, a value and
  * a PAYLOAD-byte array each), partitioned by key into PARTS small hash
- * tables; every new record is joined against PROBES random older batches
- * of the window, and a record that matches leaves its batch; the oldest
+ * tables; every new record is joined against one of the SPAN batches
+ * before it, and a record that matches leaves its batch; the oldest
  * batch is aggregated and dropped as its window closes. Batches outlive
  * many young collections and die in the old generation. */
 public final class Window {
 	static final int WINDOW = 16;
 	static final int STEPS = 40;
-	static final int PROBES = 2;
+	static final int SPAN = 4;   /* the join looks back this many batches */
+	static final int PROBES = 1; /* of them, each new record is joined against */
 	static final int PARTS = 64;
 	static final int PAYLOAD = 48;
 
@@ -129,7 +130,7 @@ public final class Window {
 
 	public static void main(String[] argv)
 	{
-		Harness h = Harness.parse("window", "Window", 65536, 1, argv);
+		Harness h = Harness.parse("window", "Window", 64000, 1, argv);
 		if (h.size > Integer.MAX_VALUE)
 			h.fail(2, "--size is at most " + Integer.MAX_VALUE);
 		SplitMix rng = new SplitMix(h.seed);
@@ -143,7 +144,7 @@ public final class Window {
 				closed += close(old);
 			}
 			Batch b = newBatch(s, h.size);
-			int older = s < WINDOW - 1 ? s : WINDOW - 1;
+			int older = s < SPAN ? s : SPAN;
 			for (long i = 0; i < h.size; i++) {
 				long key = Long.remainderUnsigned(rng.next(), keys);
 				long val = rng.next();

@@ -3,9 +3,9 @@
  * to join new records against. Each step a batch of records arrives:
  * keyed records with a payload byte array, partitioned by key into PARTS
  * small chained hash tables, so a batch is a graph, not one array. Every
- * new record is joined against PROBES random older batches of the window;
- * a record that matches is taken out of its batch (it joins once, as an
- * order leaves the state when its payment arrives). The oldest batch,
+ * new record is joined against one of the SPAN batches before it (an
+ * interval join); a record that matches is taken out of its batch (it
+ * joins once, as an order leaves the state when its payment arrives). The oldest batch,
  * WINDOW steps old, is aggregated as its window closes and dropped.
  * A batch outlives many young collections, so it is promoted; what the
  * join takes out dies scattered through old regions while the batch
@@ -41,7 +41,8 @@ typedef struct batch {
 
 #define WINDOW 16
 #define STEPS 40
-#define PROBES 2 /* older batches each new record is joined against */
+#define SPAN 4   /* the join looks back this many batches */
+#define PROBES 1 /* of them, each new record is joined against */
 #define PARTS 64
 #define PAYLOAD 48
 
@@ -221,7 +222,7 @@ static void new_batch(uint64_t id, uint64_t records)
 int main(int argc, char **argv)
 {
 	rs_env env;
-	rs_init(&env, "window", 65536, argc, argv);
+	rs_init(&env, "window", 64000, argc, argv);
 	rs_open(&env);
 	register_types(&env);
 	rs_start(&env);
@@ -241,7 +242,7 @@ int main(int argc, char **argv)
 			closed += close_batch(&bad);
 		}
 		new_batch((uint64_t)s, env.size);
-		uint64_t older = (uint64_t)(s < WINDOW - 1 ? s : WINDOW - 1);
+		uint64_t older = (uint64_t)(s < SPAN ? s : SPAN);
 		for (uint64_t i = 0; i < env.size; i++) {
 			uint64_t key = rs_rand(&rng) % keys;
 			uint64_t val = rs_rand(&rng);
