@@ -1,20 +1,20 @@
 /* window: a streaming join over a sliding window of batches, as a Spark
- * Streaming or Flink job keeps the last WINDOW micro-batches of a stream
- * to join new records against. Each step a batch of records arrives:
- * keyed records with a payload byte array, partitioned by key into PARTS
- * small chained hash tables, so a batch is a graph, not one array. Every
- * new record is joined against one of the SPAN batches before it (an
- * interval join); a record that matches is taken out of its batch (it
- * joins once, as an order leaves the state when its payment arrives). The oldest batch,
- * WINDOW steps old, is aggregated as its window closes and dropped.
+ * Streaming or Flink job keeps the last WINDOW micro-batches of a stream.
+ * Each step a batch of records arrives: keyed records with a payload byte
+ * array, partitioned by key into PARTS small chained hash tables, so a
+ * batch is a graph, not one array. Every new record is joined against
+ * one of the SPAN batches before it (an interval join); a record that
+ * matches is taken out of its batch (it joins once, as an order leaves
+ * the state when its payment arrives). The oldest batch, WINDOW steps
+ * old, is aggregated as its window closes and dropped.
  * A batch outlives many young collections, so it is promoted; what the
  * join takes out dies scattered through old regions while the batch
  * lives (old regions partly dead: evacuated by partial collections after
- * a marking), and the rest dies with the batch. Almost all the program
- * allocates dies in the old generation, the regime of Semeru's Spark and
- * graph applications. --size is the records per batch (about 120 bytes
- * each, with their bucket); the run takes STEPS steps.
- * docs/benchmarks.md, "Benchmark suite". */
+ * a marking), and the rest dies with the batch. Nothing else is
+ * allocated: almost all the program allocates dies in the old
+ * generation, the regime of Semeru's Spark and graph applications.
+ * --size is the records per batch (about 110 bytes each, with their
+ * bucket); the run takes STEPS steps. docs/benchmarks.md, "Workloads". */
 #include <stdio.h>
 
 #include "harness.h"
@@ -201,8 +201,8 @@ static void register_types(rs_env *env)
 	                                      .elem_size = 8});
 }
 
-/* A new, empty batch in roots[1]: its partitions' tables hold about two
- * records a bucket. */
+/* A new, empty batch in roots[1]: its partitions' tables hold about one
+ * record a bucket. */
 static void new_batch(uint64_t id, uint64_t records)
 {
 	batch *b = must(rh_alloc(mut, batch_t));
