@@ -130,7 +130,7 @@ public final class Window {
 
 	public static void main(String[] argv)
 	{
-		Harness h = Harness.parse("window", "Window", 64000, 1, argv);
+		Harness h = Harness.parse("window", "Window", 110000, 1, argv);
 		if (h.size > Integer.MAX_VALUE)
 			h.fail(2, "--size is at most " + Integer.MAX_VALUE);
 		SplitMix rng = new SplitMix(h.seed);

@@ -222,7 +222,7 @@ static void new_batch(uint64_t id, uint64_t records)
 int main(int argc, char **argv)
 {
 	rs_env env;
-	rs_init(&env, "window", 64000, argc, argv);
+	rs_init(&env, "window", 110000, argc, argv);
 	rs_open(&env);
 	register_types(&env);
 	rs_start(&env);
