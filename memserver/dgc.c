@@ -671,13 +671,22 @@ int rh_dgc_handle(rh_dgc *d, const uint8_t *buf, size_t len)
 		return on_regions(d, &m.u.regions);
 	case RH_MSG_ROOTS:
 		return on_roots(d, &m.u.roots);
-	case RH_MSG_FREE:
+	case RH_MSG_FREE: {
 		for (uint32_t i = 0; i < m.u.free.n; i++) {
 			uint32_t l;
 			if (local_of(d, rh_msg_free_region(&m.u.free, i), &l) == 0)
 				forget_region(d, l);
 		}
-		return 0;
+		/* flow.F1: the receiving thread freed the pages; the CPU
+		 * server reuses the regions only after this. */
+		rh_msg done = {.type = RH_MSG_FREE_OK, .seq = m.seq};
+		return rh_dgc_send(d, &done);
+	}
+	case RH_MSG_PING: {
+		rh_msg pong = m; /* flow.F1 */
+		pong.type = RH_MSG_PONG;
+		return rh_dgc_send(d, &pong);
+	}
 	case RH_MSG_EVACUATE:
 		if (!d->have_types || d->full)
 			return rh_dgc_fail(

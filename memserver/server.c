@@ -485,33 +485,22 @@ static int serve(server *s, rh_error *err)
 					return rc;
 				}
 			}
+			pthread_mutex_lock(&s->st_lock);
+			s->st.regions_freed += m.u.free.n;
+			pthread_mutex_unlock(&s->st_lock);
 			/* The marking thread forgets them, in order with what
-			 * follows (an EVACUATE may reuse them as destinations). */
+			 * follows (an EVACUATE may reuse them as destinations),
+			 * then answers FREE_OK. */
+			/* fallthrough */
+		case RH_MSG_PING:
+			/* flow.F1: this loop is the connection's only receiver
+			 * and never waits to send; the marking thread answers
+			 * (PONG, FREE_OK) after what was queued before. */
 			if ((rc = rh_dgc_post(s->dgc, s->msg, len, err)) != RH_OK) {
 				send_error(s, c, rc, err->msg);
 				return rc;
 			}
-			pthread_mutex_lock(&s->st_lock);
-			s->st.regions_freed += m.u.free.n;
-			pthread_mutex_unlock(&s->st_lock);
-			/* The CPU server reuses the regions only after this. */
-			rh_msg done = {.type = RH_MSG_FREE_OK, .seq = m.seq};
-			if ((rc = send_msg(s, c, &done, err)) != RH_OK)
-				return rc;
 			break;
-		case RH_MSG_PING: {
-			/* While the marking thread is sending, its messages keep
-			 * the CPU server hearing from us; waiting for it here
-			 * could stall this receive loop behind a full channel. */
-			if (pthread_mutex_trylock(&s->send_lock) != 0)
-				break;
-			pthread_mutex_unlock(&s->send_lock);
-			rh_msg pong = m;
-			pong.type = RH_MSG_PONG;
-			if ((rc = send_msg(s, c, &pong, err)) != RH_OK)
-				return rc;
-			break;
-		}
 		case RH_MSG_PONG:
 			break;
 		case RH_MSG_REGIONS:
