@@ -154,7 +154,7 @@ int main(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		case 'V':
-			printf("rheap-tracerd %d.%d\n", RH_VERSION_MAJOR, RH_VERSION_MINOR);
+			printf("rheap-tracerd %s\n", RH_VERSION_STRING);
 			return 0;
 		default:
 			usage(stderr);
