@@ -168,6 +168,7 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	rh_log_start(); /* timestamps from the tracer's start */
 	rh_config cfg;
 	rh_error err;
 	if (rh_config_load(config, &cfg, &err) != RH_OK) {

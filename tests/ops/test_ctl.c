@@ -46,8 +46,11 @@ static int child(void)
 		return 4;
 	}
 	static const uint32_t offs[] = {8};
-	rh_type_desc d = {
-	        .name = "node", .layout = RH_LAYOUT_FIXED, .size = 24, .ptr_offsets = offs, .n_ptrs = 1};
+	rh_type_desc d = {.name = "node",
+	                  .layout = RH_LAYOUT_FIXED,
+	                  .size = 24,
+	                  .ptr_offsets = offs,
+	                  .n_ptrs = 1};
 	rh_type_id t = rh_type_register(h, &d, &err);
 	rh_mutator *m = rh_mutator_attach(h, &err);
 	void *slot = NULL;
@@ -93,8 +96,8 @@ static int child(void)
  * inherit its output: that one writes to a file. */
 static int ctl(const char *cmd, char *out, size_t cap, const char *const *more)
 {
-	char *argv[16] = {(char *)rheapctl, (char *)cmd, "--state-dir", state, "--tracerd",
-	                  (char *)tracerd};
+	char *argv[16] = {(char *)rheapctl, (char *)cmd,    "--state-dir", state,
+	                  "--tracerd",      (char *)tracerd};
 	int n = 6;
 	for (; more && *more && n < 15; more++)
 		argv[n++] = (char *)*more;
@@ -193,8 +196,8 @@ static int files_named(const char *prefix)
 static void test_run(void)
 {
 	for (int round = 0; round < 3; round++) {
-		char *argv[] = {(char *)rheapctl, "run",         "--state-dir", state, "--tracerd",
-		                (char *)tracerd,  "--",          (char *)self,  "--child", NULL};
+		char *argv[] = {(char *)rheapctl, "run", "--state-dir", state,     "--tracerd",
+		                (char *)tracerd,  "--",  (char *)self,  "--child", NULL};
 		int fd[2];
 		pid_t p[2];
 		for (int k = 0; k < 2; k++) {
@@ -245,8 +248,8 @@ static void test_updown(void)
 	CHECK(st == 3 && strstr(out, "no cluster up"),
 	      "status on a fresh state dir: 'no cluster up', exit 3 (%d): %s", st, out);
 	st = ctl("down", out, sizeof out, NULL);
-	CHECK(st == 0 && strstr(out, "no cluster up"), "down with nothing up: exit 0 (%d): %s",
-	      st, out);
+	CHECK(st == 0 && strstr(out, "no cluster up"), "down with nothing up: exit 0 (%d): %s", st,
+	      out);
 
 	CHECK(ctl("up", out, sizeof out, NULL) == 0, "up: %s", out);
 	pid_t first[16], second[16], after[16];
@@ -257,8 +260,8 @@ static void test_updown(void)
 	      out);
 
 	st = ctl("up", out, sizeof out, NULL);
-	CHECK(st != 0 && strstr(out, "already up"), "up again is refused, saying why (%d): %s",
-	      st, out);
+	CHECK(st != 0 && strstr(out, "already up"), "up again is refused, saying why (%d): %s", st,
+	      out);
 	int n2 = tracers(second, 16);
 	CHECK(same_set(first, n1, second, n2), "and starts no tracer (%d running, %d before)", n2,
 	      n1);
@@ -291,14 +294,12 @@ static void expect_version(char *const argv[], const char *want, const char *wha
 {
 	char out[512];
 	int st = proc_run(argv, PROC_BOTH, NULL, out, sizeof out);
-	CHECK(st == 0 && !strcmp(out, want), "%s: exit 0 and '%s' (%d: '%s')", what, want, st,
-	      out);
+	CHECK(st == 0 && !strcmp(out, want), "%s: exit 0 and '%s' (%d: '%s')", what, want, st, out);
 }
 
 /* A two-server config in the state dir; port0 for server 0 (and the next
  * one for server 1), heap at base (0: the default base). */
-static void write_config(const char *path, const char *provider, int port0,
-                         unsigned long long base)
+static void write_config(const char *path, const char *provider, int port0, unsigned long long base)
 {
 	char secret[300], b[64] = "";
 	snprintf(secret, sizeof secret, "%s/secret", state);
@@ -357,8 +358,8 @@ static void test_failed_start(void)
 		if (lfd < 0 || personality(ADDR_NO_RANDOMIZE) < 0)
 			_exit(99);
 		proc_redirect(lfd, PROC_BOTH);
-		char *argv[] = {(char *)rheapctl, "up",   "--state-dir", state, "--tracerd",
-		                (char *)tracerd,  "--config", config,    NULL};
+		char *argv[] = {(char *)rheapctl, "up",       "--state-dir", state, "--tracerd",
+		                (char *)tracerd,  "--config", config,        NULL};
 		execv(argv[0], argv);
 		_exit(127);
 	}
@@ -376,7 +377,8 @@ static void test_failed_start(void)
 	if (!strstr(out, "File exists") && st == 0) {
 		const char *d[] = {"--config", config, NULL};
 		ctl("down", out, sizeof out, d);
-		NOTE("the tracer's text is not where this test expects it: heap.base check skipped");
+		NOTE("the tracer's text is not where this test expects it: heap.base check "
+		     "skipped");
 		return;
 	}
 	CHECK(st != 0 && strstr(out, "cannot map partition 0") && strstr(out, "heap.base"),
@@ -389,8 +391,7 @@ static void test_version(const char *version, const char *rhscheme)
 	snprintf(want, sizeof want, "%d.%d.%d", RH_VERSION_MAJOR, RH_VERSION_MINOR,
 	         RH_VERSION_PATCH);
 	CHECK(!strcmp(want, version) && !strcmp(RH_VERSION_STRING, version),
-	      "rheap.h says %s (%s), meson.build's project() %s", want, RH_VERSION_STRING,
-	      version);
+	      "rheap.h says %s (%s), meson.build's project() %s", want, RH_VERSION_STRING, version);
 	snprintf(want, sizeof want, "rheapctl %s\n", version);
 	/* No state dir, no config: the version needs neither. */
 	const char *forms[] = {"--version", "-V", "version"};
@@ -421,7 +422,8 @@ int main(int argc, char **argv)
 	if (argc == 2 && !strcmp(argv[1], "--child"))
 		return child();
 	if (argc < 4) {
-		fprintf(stderr, "usage: %s RHEAPCTL TRACERD run|updown|version [VERSION RHSCHEME]\n",
+		fprintf(stderr,
+		        "usage: %s RHEAPCTL TRACERD run|updown|version [VERSION RHSCHEME]\n",
 		        argv[0]);
 		return 2;
 	}
