@@ -1,5 +1,6 @@
 /* rheapctl: start, stop and inspect local tracer daemons, and run programs
  * on a disaggregated heap. */
+#include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <fcntl.h>
@@ -663,6 +664,42 @@ static void name_from_path(ctl *c)
 	snprintf(c->name, sizeof c->name, "%.*s", (int)(strlen(b) - 5), b);
 }
 
+/* The files of run-PID and soak-PID clusters whose rheapctl died without
+ * removing them (SIGKILL: its tracers got SIGTERM from the kernel, the
+ * files stayed). A cluster with a tracer still running is left alone. */
+static void sweep_stale(const ctl *c)
+{
+	int fd = dup(c->dfd);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	rewinddir(d);
+	for (struct dirent *e; (e = readdir(d));) {
+		int pid, used = 0;
+		char kind[8];
+		if (sscanf(e->d_name, "%4[a-z]-%d.json%n", kind, &pid, &used) != 2 || !used ||
+		    e->d_name[used] || (strcmp(kind, "run") && strcmp(kind, "soak")) || pid <= 0 ||
+		    kill(pid, 0) == 0 || errno != ESRCH)
+			continue;
+		ctl old = {.dfd = c->dfd, .cfg.n_servers = 2};
+		snprintf(old.state, sizeof old.state, "%s", c->state);
+		snprintf(old.name, sizeof old.name, "%s-%d", kind, pid);
+		snprintf(old.config, sizeof old.config, "%s/%.40s", c->state, e->d_name);
+		bool live = false;
+		for (size_t i = 0; i < 2; i++)
+			live |= read_pid(&old, i) != 0;
+		if (live)
+			continue;
+		for (size_t i = 0; i < 2; i++)
+			remove_files(&old, i);
+		remove_generated(&old);
+	}
+	closedir(d);
+}
+
 /* Without --config, 'run' and 'soak' make a cluster of their own, named
  * after this process (operations.C1); 'up', 'down' and 'status' work on the
  * default cluster, STATE/default.json, which 'up' makes. -1 to go on, or
@@ -670,6 +707,7 @@ static void name_from_path(ctl *c)
 static int pick_default(ctl *c, const char *cmd)
 {
 	if (!strcmp(cmd, "run") || !strcmp(cmd, "soak")) {
+		sweep_stale(c);
 		char name[32];
 		snprintf(name, sizeof name, "%s-%d", cmd, (int)getpid());
 		/* A loaded machine must not fail a correctness soak on a

@@ -195,6 +195,25 @@ static int files_named(const char *prefix)
 /* operations.C1: each run has its own config, secret and ports. */
 static void test_run(void)
 {
+	/* The files a run killed with SIGKILL leaves (its pid is gone): the
+	 * next run removes them. */
+	pid_t dead = fork();
+	if (dead == 0)
+		_exit(0);
+	waitpid(dead, NULL, 0);
+	const char *leftovers[] = {"run-%d.json", "run-%d.secret", "run-%d-tracer-0.pid",
+	                           "run-%d-tracer-1.status"};
+	for (size_t i = 0; i < 4; i++) {
+		char name[64], path[400];
+		snprintf(name, sizeof name, leftovers[i], (int)dead);
+		snprintf(path, sizeof path, "%s/%s", state, name);
+		FILE *f = fopen(path, "w");
+		if (f) {
+			fprintf(f, "%d\n", (int)dead);
+			fclose(f);
+		}
+	}
+	CHECK(files_named("run-") == 4, "a killed run's files planted");
 	for (int round = 0; round < 3; round++) {
 		char *argv[] = {(char *)rheapctl, "run", "--state-dir", state,     "--tracerd",
 		                (char *)tracerd,  "--",  (char *)self,  "--child", NULL};
@@ -220,8 +239,8 @@ static void test_run(void)
 		CHECK(tracers(left, 16) == 0, "round %d: no tracer outlives its run", round);
 	}
 	CHECK(files_named("run-") == 0 && files_named("default") == 0,
-	      "the runs' configs, secrets, pid and status files are gone, and the default "
-	      "cluster was never touched");
+	      "the runs' configs, secrets, pid and status files are gone (and the killed run's), "
+	      "and the default cluster was never touched");
 }
 
 /* ---------------------------------------------------------------- up, down */
