@@ -77,13 +77,15 @@ void rh_gctrace_print(rh_heap *h, const rh_gctrace *t)
 		uint64_t end = i + 1 == t->n && t->pause_end_ns ? t->pause_end_ns : c->end_ns;
 		char faults_text[96] = "", same[48] = "";
 		if (h->swap)
-			snprintf(faults_text, sizeof faults_text, ", faults %llu in the pause, %llu in all",
+			snprintf(faults_text, sizeof faults_text,
+			         ", faults %llu in the pause, %llu in all",
 			         (unsigned long long)(c->faults_after - c->faults_before),
 			         (unsigned long long)c->faults_after);
 		if (i)
 			snprintf(same, sizeof same, "; same pause as gc %llu",
 			         (unsigned long long)t->c[0].index);
-		rh_log(RH_LOG_INFO, "gc", "gc %llu %s: pause %.3f ms, %.1f -> %.1f MiB of %.0f MiB%s%s",
+		rh_log(RH_LOG_INFO, "gc",
+		       "gc %llu %s: pause %.3f ms, %.1f -> %.1f MiB of %.0f MiB%s%s",
 		       (unsigned long long)c->index, kind_name(c),
 		       (double)(end > c->start_ns ? end - c->start_ns : 0) / 1e6,
 		       (double)c->used_before / 1048576.0, (double)c->used_after / 1048576.0,

@@ -28,8 +28,11 @@ static int child(void)
 		return 4;
 	}
 	static const uint32_t offs[] = {8, 16};
-	rh_type_desc nd = {
-	        .name = "node", .layout = RH_LAYOUT_FIXED, .size = 24, .ptr_offsets = offs, .n_ptrs = 2};
+	rh_type_desc nd = {.name = "node",
+	                   .layout = RH_LAYOUT_FIXED,
+	                   .size = 24,
+	                   .ptr_offsets = offs,
+	                   .n_ptrs = 2};
 	rh_type_desc bd = {
 	        .name = "blob", .layout = RH_LAYOUT_BYTE_ARRAY, .size = 16, .elem_size = 1};
 	rh_type_id node = rh_type_register(h, &nd, &err), blob = rh_type_register(h, &bd, &err);
@@ -102,7 +105,8 @@ static void check_trace(const char *out, int disaggregated)
 			bol--;
 		const char *eol = strchr(l, '\n');
 		char line[512], bad[256];
-		snprintf(line, sizeof line, "%.*s", (int)(eol ? eol - bol : (long)strlen(bol)), bol);
+		snprintf(line, sizeof line, "%.*s", (int)(eol ? eol - bol : (long)strlen(bol)),
+		         bol);
 		stamped &= ops_log_well_formed(line, bad, sizeof bad);
 		int pid;
 		double t = -1;
@@ -112,7 +116,8 @@ static void check_trace(const char *out, int disaggregated)
 		unsigned long long idx;
 		char kind[32];
 		double ms, before, after, size;
-		int k = sscanf(l, "info gc: gc %llu %31[^:]: pause %lf ms, %lf -> %lf MiB of %lf MiB",
+		int k = sscanf(l,
+		               "info gc: gc %llu %31[^:]: pause %lf ms, %lf -> %lf MiB of %lf MiB",
 		               &idx, kind, &ms, &before, &after, &size);
 		int ok = k == 6 && idx == lines && ms > 0 && before >= 0 && after >= 0 &&
 		         before <= size && after <= size && size == (double)(heap >> 20);
@@ -141,8 +146,10 @@ static void check_trace(const char *out, int disaggregated)
 	      n_full, fulls, n_remote, remote, n_cssc, csscs);
 	/* The lines split the pauses rh_stats records, no more, no less. */
 	double want = (double)gc_ns / 1e6;
-	CHECK(pauses_ms > want * 0.99 - 0.01 * (double)lines && pauses_ms < want * 1.01 + 0.01 * (double)lines,
-	      "the lines' pauses add up to rh_stats' gc_ns (%.3f against %.3f ms)", pauses_ms, want);
+	CHECK(pauses_ms > want * 0.99 - 0.01 * (double)lines &&
+	              pauses_ms < want * 1.01 + 0.01 * (double)lines,
+	      "the lines' pauses add up to rh_stats' gc_ns (%.3f against %.3f ms)", pauses_ms,
+	      want);
 	CHECK(faults_ok, "faults on every line of a disaggregated heap, on none of a local one");
 	if (disaggregated)
 		CHECK(n_remote > 0, "the tracers' full collections are named as theirs");
