@@ -325,10 +325,13 @@ static pid_t start_tracer(ctl *c, size_t i, bool supervised)
 /* The command that stops c's cluster, for messages. */
 static const char *down_hint(const ctl *c, char *out, size_t n)
 {
-	if (!strcmp(c->name, "default"))
-		snprintf(out, n, "rheapctl down");
-	else
-		snprintf(out, n, "rheapctl down --config %s", c->config);
+	char dflt[64];
+	snprintf(dflt, sizeof dflt, "/tmp/rheap-%u", (unsigned)getuid());
+	int len = snprintf(out, n, "rheapctl down");
+	if (strcmp(c->name, "default") && len >= 0 && (size_t)len < n)
+		len += snprintf(out + len, n - (size_t)len, " --config %s", c->config);
+	if (strcmp(c->state, dflt) && len >= 0 && (size_t)len < n)
+		snprintf(out + len, n - (size_t)len, " --state-dir %s", c->state);
 	return out;
 }
 
@@ -342,7 +345,7 @@ static bool stop_tracer(ctl *c, size_t i, pid_t p);
  * (operations.C2). */
 static int start_cluster(ctl *c, bool supervised, bool may_reuse)
 {
-	char list[512], hint[sizeof c->config + 32];
+	char list[512], hint[sizeof c->config + sizeof c->state + 48];
 	size_t up = running(c, list, sizeof list), local = n_local(c);
 	if (up && may_reuse && up == local) {
 		c->reused = true;
@@ -731,12 +734,11 @@ static int pick_default(ctl *c, const char *cmd)
 	 * a new config would leave it listening on ports no config names
 	 * (operations.C2). */
 	rh_error err;
-	char list[512];
+	char list[512], hint[sizeof c->config + sizeof c->state + 48];
 	if (rh_config_load(c->config, &c->cfg, &err) == RH_OK) {
 		if (running(c, list, sizeof list))
-			return die("the default cluster (%s) is already up (%s); 'rheapctl down' "
-			           "stops it",
-			           c->config, list);
+			return die("the default cluster (%s) is already up (%s); '%s' stops it",
+			           c->config, list, down_hint(c, hint, sizeof hint));
 		for (size_t i = 0; i < c->cfg.n_servers; i++)
 			remove_files(c, i);
 	}
