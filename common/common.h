@@ -4,6 +4,7 @@
 #define RH_COMMON_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -17,12 +18,18 @@ int rh_err_set(rh_error *err, int code, const char *fmt, ...) RH_PRINTF(3, 4);
 int rh_err_errno(rh_error *err, int code, const char *fmt, ...) RH_PRINTF(3, 4);
 
 enum rh_log_level { RH_LOG_ERROR = 0, RH_LOG_WARN = 1, RH_LOG_INFO = 2, RH_LOG_DEBUG = 3 };
-/* One line per event: "rheap[pid] LEVEL component: message". The level
- * comes from RHEAP_LOG_LEVEL (error, warn, info, debug; default warn) unless
- * rh_log_set_level() was called. */
+/* One line per event: "rheap[pid] [   1.234s] LEVEL component: message",
+ * the time in seconds since rh_log_start() (or the first line). The level
+ * comes from RHEAP_LOG_LEVEL (error, warn, info, debug; default warn, with
+ * a warning for anything else) unless rh_log_set_level() was called. */
 void rh_log(int level, const char *component, const char *fmt, ...) RH_PRINTF(3, 4);
 void rh_log_set_level(int level);
 int rh_log_level_parse(const char *name); /* -1 if unknown */
+/* Start the timestamps' clock (once per process: later calls keep it) and
+ * settle the level, warning now about a bad RHEAP_LOG_LEVEL. */
+void rh_log_start(void);
+/* Whether a line at this level would be written. */
+bool rh_log_enabled(int level);
 
 static inline uint64_t rh_now_ns(void)
 {

@@ -42,11 +42,14 @@ int rh_host_open(rh_host *h, const rh_config *cfg, uint32_t i, rh_error *err)
 		int e = errno;
 		if (p != MAP_FAILED)
 			munmap(p, h->part.size);
-		errno = e;
-		rh_err_errno(err, e == EEXIST ? RH_EBUSY : RH_EIO,
-		             "tracer: cannot map partition %u at [%#llx, %#llx)", i,
-		             (unsigned long long)h->part.base,
-		             (unsigned long long)(h->part.base + h->part.size));
+		/* The range comes from the config: say which key moves it. */
+		rh_err_set(err, e == EEXIST ? RH_EBUSY : RH_EIO,
+		           "tracer: cannot map partition %u at [%#llx, %#llx): %s; %s", i,
+		           (unsigned long long)h->part.base,
+		           (unsigned long long)(h->part.base + h->part.size), strerror(e),
+		           e == EEXIST ? "the range is taken in the tracer's process: choose "
+		                         "another heap.base in the config"
+		                       : "check heap.base and heap.size in the config");
 		rh_host_close(h);
 		return err ? err->code : RH_EIO;
 	}

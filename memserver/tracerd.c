@@ -154,7 +154,7 @@ int main(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		case 'V':
-			printf("rheap-tracerd %d.%d\n", RH_VERSION_MAJOR, RH_VERSION_MINOR);
+			printf("rheap-tracerd %s\n", RH_VERSION_STRING);
 			return 0;
 		default:
 			usage(stderr);
@@ -168,6 +168,7 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	rh_log_start(); /* timestamps from the tracer's start */
 	rh_config cfg;
 	rh_error err;
 	if (rh_config_load(config, &cfg, &err) != RH_OK) {

@@ -19,6 +19,7 @@
 
 #include "gc/bitmap.h"
 #include "runtime/gc_int.h"
+#include "runtime/gctrace.h"
 
 void rh_emit(rh_heap *h, rh_gc_kind kind, rh_phase ph, int begin)
 {
@@ -476,11 +477,12 @@ static void emit_stop(rh_heap *h, rh_gc_kind kind, uint64_t t_start)
 	pthread_mutex_unlock(&h->stats_lock);
 }
 
-static void collect_stopped(rh_heap *h, rh_gc_kind kind, uint64_t t_start)
+static void collect_stopped(rh_heap *h, rh_gc_kind kind, uint64_t t_start, rh_gctrace *trace)
 {
 	if (kind == RH_GC_PARTIAL && rh_sizing_full_foreseen(h))
 		kind = RH_GC_FULL;
 	emit_stop(h, kind, t_start);
+	rh_gctrace_begin(h, trace, kind, t_start);
 	pthread_mutex_lock(&h->remset_lock);
 	fold_mutator_counters(h);
 	rh_barrier_drain(h);
@@ -488,6 +490,7 @@ static void collect_stopped(rh_heap *h, rh_gc_kind kind, uint64_t t_start)
 	 * full collection replaces the cycle in progress. */
 	rh_cmark_pause_begin(h, kind);
 	collect(h, kind);
+	rh_gctrace_end(h, trace);
 	/* Partial collections that leave too little free, or find the old
 	 * generation past its bound, are followed by a full one at once. The
 	 * mutators stay stopped: one pause, recorded once. (Deferring the
@@ -498,8 +501,11 @@ static void collect_stopped(rh_heap *h, rh_gc_kind kind, uint64_t t_start)
 	if (kind == RH_GC_PARTIAL && (short_of_room || (h->sz.full_due && !h->cm.on))) {
 		kind = RH_GC_FULL;
 		rh_cmark_abort(h);
-		emit_stop(h, kind, rh_now_ns()); /* already stopped: zero length */
+		uint64_t t_full = rh_now_ns();
+		emit_stop(h, kind, t_full); /* already stopped: zero length */
+		rh_gctrace_begin(h, trace, kind, t_full);
 		collect(h, kind);
+		rh_gctrace_end(h, trace);
 	} else if (kind == RH_GC_PARTIAL) {
 		/* With concurrent marking, an old generation past its bound
 		 * starts a cycle where it would have had a full collection. */
@@ -510,6 +516,7 @@ static void collect_stopped(rh_heap *h, rh_gc_kind kind, uint64_t t_start)
 	pthread_mutex_unlock(&h->remset_lock);
 	uint64_t pause = rh_now_ns() - t_start;
 	rh_stats_record_pause(h, kind, pause);
+	rh_gctrace_pause_end(trace, t_start + pause);
 	rh_log(RH_LOG_DEBUG, "gc", "pause %.2f ms", (double)pause / 1e6);
 }
 
@@ -520,8 +527,12 @@ int rh_collect_for_alloc(rh_heap *h, rh_mutator *self, int full)
 	if (!rh_stw_begin(h, self))
 		return 0;
 	/* Only the winner reports the stop phase; its length is the wait. */
-	collect_stopped(h, kind, t0);
+	rh_gctrace trace = {0};
+	collect_stopped(h, kind, t0, &trace);
 	rh_stw_end(h);
+	/* The trace's lines are written with the mutators running again
+	 * (operations.G1). */
+	rh_gctrace_print(h, &trace);
 	return 1;
 }
 

@@ -133,6 +133,9 @@ rh_heap *rh_heap_open(const rh_config *cfg_in, rh_error *err)
 		return NULL;
 	}
 	rh_config cfg = *cfg_in;
+	/* The log's timestamps count from here; a bad RHEAP_LOG_LEVEL is
+	 * reported now, not at the first line that would have been logged. */
+	rh_log_start();
 	/* `rheapctl run` points an unmodified program at its cluster. */
 	const char *env = getenv("RHEAP_CONFIG");
 	if (env && *env) {

@@ -1,5 +1,6 @@
 /* rheapctl: start, stop and inspect local tracer daemons, and run programs
  * on a disaggregated heap. */
+#include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <fcntl.h>
@@ -33,13 +34,18 @@ static void usage(FILE *f)
 	        "\n"
 	        "commands:\n"
 	        "  up      start a tracer for every local server of the config; they serve\n"
-	        "          one program after another until 'down'\n"
-	        "  down    stop the tracers started by 'up'\n"
+	        "          one program after another until 'down'. Refused while a tracer of\n"
+	        "          that cluster is up. Without --config: the default cluster, whose\n"
+	        "          config is STATE_DIR/default.json (RHEAP_CONFIG=that ./my-vm)\n"
+	        "  down    stop the tracers of the cluster (exit 1 if one will not stop)\n"
 	        "  status  show each tracer's state, regions, memory held, bytes traced and\n"
-	        "          last heartbeat\n"
-	        "  run     up, run PROGRAM ARGS on the heap (RHEAP_CONFIG is set for it), down\n"
+	        "          last heartbeat (exit 3 if a tracer is down or no cluster is up)\n"
+	        "  run     run PROGRAM ARGS on the heap (RHEAP_CONFIG is set for it): without\n"
+	        "          --config on a cluster of its own, started and stopped around it;\n"
+	        "          with --config on that cluster, started for it unless it is up\n"
 	        "  soak    up, run a torture workload with the heap verifier on, down; ends\n"
 	        "          with PASS or FAIL (exit status 1)\n"
+	        "  version print the version (also -V, --version)\n"
 	        "\n"
 	        "options:\n"
 	        "  -c, --config FILE    heap config (default: a single-host cluster of two shm\n"
@@ -68,6 +74,17 @@ typedef struct ctl {
 	char tracerd[PATH_MAX];
 	int dfd; /* the state directory, checked (state.h) */
 	rh_config cfg;
+	/* A cluster rheapctl made in the state dir (default, run-PID,
+	 * soak-PID): its name, which keys its tracers' files; empty for a
+	 * config of the user's, whose files are keyed by port. */
+	char name[32];
+	/* Made by this process: its tracers listen on ports they pick, and
+	 * the config is rewritten with them once they are up (operations.C1). */
+	bool generated;
+	const char *heap; /* the generated config's heap size, cache, timeout */
+	double cache;
+	unsigned timeout_ms;
+	bool reused;                 /* 'run' on tracers already up: they stay up after it */
 	pid_t child[RH_MAX_SERVERS]; /* tracers this process started */
 	int child_status[RH_MAX_SERVERS];
 } ctl;
@@ -104,16 +121,39 @@ static int free_port(void)
 	return port;
 }
 
-/* The shipped default: two shm tracers on this host, a fresh secret. The
- * soak's default is smaller, with a 10 % cache, so that most old regions
- * live on the tracers and they mark and evacuate. */
+/* The generated config with these ports: two shm tracers on this host. */
+static int write_config(ctl *c, const int *port)
+{
+	char text[1024], config_name[48];
+	snprintf(config_name, sizeof config_name, "%s.json", c->name);
+	int n = snprintf(text, sizeof text,
+	                 "{\n  \"heap\": {\"size\": \"%s\"},\n  \"cache\": {\"fraction\": %g},\n"
+	                 "  \"transport\": {\"provider\": \"shm\", \"timeout_ms\": %u},\n"
+	                 "  \"secret_file\": \"%s.secret\",\n"
+	                 "  \"servers\": [\n    {\"host\": \"127.0.0.1\", \"port\": %d},\n"
+	                 "    {\"host\": \"127.0.0.1\", \"port\": %d}\n  ]\n}\n",
+	                 c->heap, c->cache, c->timeout_ms, c->name, port[0], port[1]);
+	if (rh_state_write(c->dfd, config_name, text, (size_t)n, 0600) < 0)
+		return die("writing %s: %s", c->config, strerror(errno));
+	return 0;
+}
+
+/* A cluster of this process's own, NAME.json and NAME.secret in the state
+ * dir, with a fresh secret. Its ports are placeholders until the tracers
+ * have picked theirs (cmd_up). The soak's default is smaller, with a 10 %
+ * cache, so that most old regions live on the tracers and they mark and
+ * evacuate. */
 static int make_default(ctl *c, const char *name, const char *heap, double cache,
                         unsigned timeout_ms)
 {
-	char secret_name[64], config_name[64];
+	char secret_name[48];
+	snprintf(c->name, sizeof c->name, "%s", name);
 	snprintf(c->config, sizeof c->config, "%s/%s.json", c->state, name);
-	snprintf(config_name, sizeof config_name, "%s.json", name);
 	snprintf(secret_name, sizeof secret_name, "%s.secret", name);
+	c->generated = true;
+	c->heap = heap;
+	c->cache = cache;
+	c->timeout_ms = timeout_ms;
 	uint8_t raw[24];
 	if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw)
 		return die("getrandom: %s", strerror(errno));
@@ -123,28 +163,32 @@ static int make_default(ctl *c, const char *name, const char *heap, double cache
 	strcat(hex, "\n");
 	if (rh_state_write(c->dfd, secret_name, hex, strlen(hex), 0600) < 0)
 		return die("writing %s/%s: %s", c->state, secret_name, strerror(errno));
-	/* Free ports, picked by the kernel: two default clusters at once do
-	 * not collide. */
-	int port = free_port(), port2 = free_port();
-	if (port < 0 || port2 < 0)
+	int port[2] = {free_port(), free_port()};
+	if (port[0] < 0 || port[1] < 0)
 		return die("cannot find free ports on 127.0.0.1");
-	char text[1024];
-	int n = snprintf(text, sizeof text,
-	                 "{\n  \"heap\": {\"size\": \"%s\"},\n  \"cache\": {\"fraction\": %g},\n"
-	                 "  \"transport\": {\"provider\": \"shm\", \"timeout_ms\": %u},\n"
-	                 "  \"secret_file\": \"%s\",\n"
-	                 "  \"servers\": [\n    {\"host\": \"127.0.0.1\", \"port\": %d},\n"
-	                 "    {\"host\": \"127.0.0.1\", \"port\": %d}\n  ]\n}\n",
-	                 heap, cache, timeout_ms, secret_name, port, port2);
-	if (rh_state_write(c->dfd, config_name, text, (size_t)n, 0600) < 0)
-		return die("writing %s: %s", c->config, strerror(errno));
-	return 0;
+	if (port[1] == port[0])
+		port[1] = port[0] < 65535 ? port[0] + 1 : port[0] - 1;
+	return write_config(c, port);
 }
 
-/* Keyed by the config's port: several clusters can share a state dir. */
+/* The generated cluster's config and secret (after its tracers are down). */
+static void remove_generated(const ctl *c)
+{
+	char name[48];
+	snprintf(name, sizeof name, "%s.json", c->name);
+	unlinkat(c->dfd, name, 0);
+	snprintf(name, sizeof name, "%s.secret", c->name);
+	unlinkat(c->dfd, name, 0);
+}
+
+/* Keyed by the cluster's name, or the config's port: several clusters can
+ * share a state dir. */
 static void name_of(const ctl *c, size_t i, const char *what, char *out, size_t n)
 {
-	snprintf(out, n, "tracer-%u-%zu.%s", c->cfg.servers[i].port, i, what);
+	if (c->name[0])
+		snprintf(out, n, "%s-tracer-%zu.%s", c->name, i, what);
+	else
+		snprintf(out, n, "tracer-%u-%zu.%s", c->cfg.servers[i].port, i, what);
 }
 
 static void file_of(const ctl *c, size_t i, const char *what, char *out, size_t n)
@@ -195,78 +239,164 @@ static void remove_files(const ctl *c, size_t i)
 	unlinkat(c->dfd, name, 0);
 }
 
+static bool local_server(const ctl *c, size_t i)
+{
+	return is_local(c->cfg.servers[i].host);
+}
+
+/* How many of the cluster's local tracers run; `list` names them. */
+static size_t running(const ctl *c, char *list, size_t n)
+{
+	size_t up = 0, len = 0;
+	list[0] = 0;
+	for (size_t i = 0; i < c->cfg.n_servers; i++) {
+		pid_t p = local_server(c, i) ? read_pid(c, i) : 0;
+		if (p && len < n) {
+			len += (size_t)snprintf(list + len, n - len, "%stracer %zu pid %d",
+			                        up ? ", " : "", i, (int)p);
+			up++;
+		} else if (p) {
+			up++;
+		}
+	}
+	return up;
+}
+
+static size_t n_local(const ctl *c)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < c->cfg.n_servers; i++)
+		n += local_server(c, i);
+	return n;
+}
+
+/* The generated config again, with the ports the tracers listen on (their
+ * status files say), for the programs that open the heap (operations.C1). */
+static int publish_ports(ctl *c)
+{
+	int port[2] = {0, 0};
+	for (size_t i = 0; i < 2 && i < c->cfg.n_servers; i++) {
+		json_t *j = read_status(c, i);
+		json_int_t p = j ? json_integer_value(json_object_get(j, "port")) : 0;
+		json_decref(j);
+		if (p <= 0 || p > 65535)
+			return die("tracer %zu reported no port in its status file", i);
+		port[i] = (int)p;
+		c->cfg.servers[i].port = (uint16_t)p;
+	}
+	return write_config(c, port);
+}
+
+static pid_t start_tracer(ctl *c, size_t i, bool supervised)
+{
+	char status[PATH_MAX + 64], idx[24];
+	file_of(c, i, "status", status, sizeof status);
+	snprintf(idx, sizeof idx, "%zu", i);
+	pid_t self = getpid();
+	pid_t p = fork();
+	if (p != 0)
+		return p;
+	/* Its own session either way: a ^C at the terminal goes to the
+	 * program 'run' forwards it to, and the tracers are stopped after
+	 * it, in order. */
+	setsid();
+	if (supervised) {
+		/* The death signal survives the exec. If this process died
+		 * before prctl, the signal will never come: the tracer has been
+		 * reparented already. */
+		if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != self)
+			_exit(1);
+	}
+	char *argv[] = {c->tracerd, "--config", c->config, "--index", idx, "--foreground",
+	                "--status", status,     NULL,      NULL,      NULL};
+	/* A cluster of our own: the tracer takes a port no one uses
+	 * (operations.C1). */
+	if (c->generated) {
+		argv[8] = "--listen";
+		argv[9] = "127.0.0.1:0";
+	}
+	execv(c->tracerd, argv);
+	if (!strchr(c->tracerd, '/'))
+		execvp(c->tracerd, argv);
+	fprintf(stderr, "%s: cannot run %s: %s\n", prog, c->tracerd, strerror(errno));
+	_exit(127);
+}
+
+/* The command that stops c's cluster, for messages. */
+static const char *down_hint(const ctl *c, char *out, size_t n)
+{
+	char dflt[64];
+	snprintf(dflt, sizeof dflt, "/tmp/rheap-%u", (unsigned)getuid());
+	int len = snprintf(out, n, "rheapctl down");
+	if (strcmp(c->name, "default") && len >= 0 && (size_t)len < n)
+		len += snprintf(out + len, n - (size_t)len, " --config %s", c->config);
+	if (strcmp(c->state, dflt) && len >= 0 && (size_t)len < n)
+		snprintf(out + len, n - (size_t)len, " --state-dir %s", c->state);
+	return out;
+}
+
+static bool stop_tracer(ctl *c, size_t i, pid_t p);
+
 /* supervised: this process stays in the foreground and brings the tracers
  * down itself ('run', 'soak'); they must not outlive it even if it is
- * killed before it can. Otherwise ('up') they are daemons. */
-static int cmd_up(ctl *c, bool supervised)
+ * killed before it can. Otherwise ('up') they are daemons. may_reuse: a
+ * cluster whose tracers are all up already is used as it is ('run
+ * --config'); otherwise any tracer of it still up is refused
+ * (operations.C2). */
+static int start_cluster(ctl *c, bool supervised, bool may_reuse)
 {
-	size_t started = 0;
-	pid_t self = getpid();
+	char list[512], hint[sizeof c->config + sizeof c->state + 48];
+	size_t up = running(c, list, sizeof list), local = n_local(c);
+	if (up && may_reuse && up == local) {
+		c->reused = true;
+		fprintf(stderr, "%s: using the tracers already up for %s (%s)\n", prog, c->config,
+		        list);
+		return 0;
+	}
+	if (up)
+		return die("%s is already up (%s); '%s' stops it", c->config, list,
+		           down_hint(c, hint, sizeof hint));
+	char pidf[96];
 	for (size_t i = 0; i < c->cfg.n_servers; i++) {
-		if (!is_local(c->cfg.servers[i].host))
+		if (!local_server(c, i))
 			continue;
-		if (read_pid(c, i)) {
-			fprintf(stderr, "%s: tracer %zu is already running\n", prog, i);
-			continue;
-		}
-		char status[PATH_MAX + 64], pidf[96], idx[24];
-		file_of(c, i, "status", status, sizeof status);
-		name_of(c, i, "pid", pidf, sizeof pidf);
-		snprintf(idx, sizeof idx, "%zu", i);
 		remove_files(c, i);
-		pid_t p = fork();
+		pid_t p = start_tracer(c, i, supervised);
 		if (p < 0)
 			return die("fork: %s", strerror(errno));
-		if (p == 0) {
-			/* Its own session either way: a ^C at the terminal goes to
-			 * the program 'run' forwards it to, and the tracers are
-			 * stopped after it, in order. */
-			setsid();
-			if (supervised) {
-				/* The death signal survives the exec. If this
-				 * process died before prctl, the signal will never
-				 * come: the tracer has been reparented already. */
-				if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != self)
-					_exit(1);
-			}
-			execl(c->tracerd, c->tracerd, "--config", c->config, "--index", idx,
-			      "--foreground", "--status", status, (char *)NULL);
-			fprintf(stderr, "%s: cannot run %s: %s\n", prog, c->tracerd,
-			        strerror(errno));
-			_exit(127);
-		}
+		name_of(c, i, "pid", pidf, sizeof pidf);
 		char text[32];
 		int n = snprintf(text, sizeof text, "%d\n", (int)p);
+		c->child[i] = p;
 		if (rh_state_write(c->dfd, pidf, text, (size_t)n, 0600) < 0)
 			return die("writing %s/%s: %s", c->state, pidf, strerror(errno));
-		c->child[i] = p;
-		started++;
 	}
-	/* Ready when every tracer reports it is listening. */
+	/* Ready when every tracer reports it is listening; a tracer that
+	 * exits instead is reported at once (operations.C3). */
 	for (int t = 0; t < 200; t++) {
-		size_t ready = 0, local = 0;
+		size_t ready = 0;
 		for (size_t i = 0; i < c->cfg.n_servers; i++) {
-			if (!is_local(c->cfg.servers[i].host))
+			if (!local_server(c, i))
 				continue;
-			local++;
 			json_t *j = read_status(c, i);
 			ready += j != NULL;
 			json_decref(j);
-			/* A child may not have exec'd yet: read_pid would not
-			 * know it for a tracer. */
-			if (c->child[i] ? waitpid(c->child[i], NULL, WNOHANG) == c->child[i]
-			                : !read_pid(c, i))
-				return die(
-				        "tracer %zu exited while starting (see its messages above)",
-				        i);
+			int st;
+			if (c->child[i] && waitpid(c->child[i], &st, WNOHANG) == c->child[i]) {
+				c->child[i] = 0;
+				return die("tracer %zu exited while starting (%s %d; see its "
+				           "messages above)",
+				           i, WIFEXITED(st) ? "status" : "signal",
+				           WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+			}
 		}
 		if (ready == local) {
-			if (started)
-				fprintf(stderr, "%s: %zu tracer(s) up for %s\n", prog, started,
-				        c->config);
+			if (c->generated && publish_ports(c) != 0)
+				return 1;
+			fprintf(stderr, "%s: %zu tracer(s) up for %s\n", prog, local, c->config);
 			return 0;
 		}
-		usleep(25000);
+		usleep(t < 40 ? 5000 : 25000);
 	}
 	return die("tracers did not report ready within 5 s");
 }
@@ -287,25 +417,73 @@ static int reap(ctl *c)
 	return failed;
 }
 
+/* Whether p is still tracer i of this cluster (security.S3). A child of
+ * ours that has exited is reaped here; a zombie of someone else's has no
+ * command line, and no longer counts either. */
+static bool still_ours(ctl *c, size_t i, pid_t p)
+{
+	if (c->child[i] == p && waitpid(p, NULL, WNOHANG) == p) {
+		c->child[i] = 0;
+		return false;
+	}
+	char status[PATH_MAX + 64];
+	file_of(c, i, "status", status, sizeof status);
+	return rh_state_is_tracer(p, c->config, status);
+}
+
+/* SIGTERM, then SIGKILL, each given 2 s; whether it has gone. */
+static bool stop_tracer(ctl *c, size_t i, pid_t p)
+{
+	const int sigs[] = {SIGTERM, SIGKILL};
+	for (size_t s = 0; s < 2; s++) {
+		kill(p, sigs[s]);
+		for (int t = 0; t < 100; t++) {
+			if (!still_ours(c, i, p))
+				return true;
+			usleep(20000);
+		}
+	}
+	return false;
+}
+
+/* start_cluster, and if it fails, the tracers it started stopped again (and
+ * never a tracer it did not start). */
+static int cmd_up(ctl *c, bool supervised, bool may_reuse)
+{
+	if (start_cluster(c, supervised, may_reuse) == 0)
+		return 0;
+	bool all = true;
+	for (size_t i = 0; i < c->cfg.n_servers; i++)
+		if (c->child[i]) {
+			if (stop_tracer(c, i, c->child[i]))
+				remove_files(c, i);
+			else
+				all = false;
+		}
+	if (c->generated && all)
+		remove_generated(c);
+	return 1;
+}
+
+/* Every tracer of the cluster, found by its pid file (operations.C2). 1 if
+ * one is still running after SIGKILL. */
 static int cmd_down(ctl *c)
 {
 	reap(c);
+	int failed = 0;
 	for (size_t i = 0; i < c->cfg.n_servers; i++) {
 		pid_t p = read_pid(c, i);
-		if (!p)
+		if (p && !stop_tracer(c, i, p)) {
+			fprintf(stderr, "%s: tracer %zu (pid %d) is still running after SIGKILL\n",
+			        prog, i, (int)p);
+			failed++;
 			continue;
-		kill(p, SIGTERM);
-		for (int t = 0; t < 100 && kill(p, 0) == 0; t++) {
-			waitpid(p, NULL, WNOHANG);
-			usleep(20000);
-		}
-		if (kill(p, 0) == 0) {
-			kill(p, SIGKILL);
-			waitpid(p, NULL, 0);
 		}
 		remove_files(c, i);
 	}
-	return 0;
+	if (c->name[0] && !failed)
+		remove_generated(c);
+	return failed ? 1 : 0;
 }
 
 static int cmd_status(ctl *c)
@@ -317,12 +495,12 @@ static int cmd_status(ctl *c)
 		char addr[300];
 		snprintf(addr, sizeof addr, "%s:%u", c->cfg.servers[i].host,
 		         c->cfg.servers[i].port);
-		json_t *j = is_local(c->cfg.servers[i].host) ? read_status(c, i) : NULL;
+		json_t *j = local_server(c, i) ? read_status(c, i) : NULL;
 		pid_t p = read_pid(c, i);
 		if (!j || !p) {
 			printf("%-6zu %-22s %-8s\n", i, addr,
-			       is_local(c->cfg.servers[i].host) ? "down" : "remote");
-			rc = is_local(c->cfg.servers[i].host) ? 3 : rc;
+			       local_server(c, i) ? "down" : "remote");
+			rc = local_server(c, i) ? 3 : rc;
 			json_decref(j);
 			continue;
 		}
@@ -358,15 +536,24 @@ static void forward(int sig)
 		kill(child_pid, sig);
 }
 
+/* The cluster's tracers down, unless 'run' found them up and used them. */
+static int finish(ctl *c)
+{
+	return c->reused ? 0 : cmd_down(c);
+}
+
 static int cmd_run(ctl *c, char **argv)
 {
 	if (!argv[0])
 		return die("run: no PROGRAM given (rheapctl run [--config FILE] -- PROGRAM ARGS)");
-	if (cmd_up(c, true) != 0) {
-		cmd_down(c);
+	if (cmd_up(c, true, true) != 0)
 		return 1;
-	}
+	fflush(stdout);
 	pid_t p = fork();
+	if (p < 0) {
+		finish(c);
+		return die("fork: %s", strerror(errno));
+	}
 	if (p == 0) {
 		setenv("RHEAP_CONFIG", c->config, 1);
 		execvp(argv[0], argv);
@@ -380,7 +567,7 @@ static int cmd_run(ctl *c, char **argv)
 	int st = 0;
 	while (waitpid(p, &st, 0) < 0 && errno == EINTR)
 		;
-	cmd_down(c);
+	finish(c);
 	if (WIFSIGNALED(st))
 		return 128 + WTERMSIG(st);
 	return WEXITSTATUS(st);
@@ -391,10 +578,8 @@ static int cmd_run(ctl *c, char **argv)
  * FAIL and bring the tracers down. */
 static int cmd_soak(ctl *c, const rh_soak_opts *so)
 {
-	if (cmd_up(c, true) != 0) {
-		cmd_down(c);
+	if (cmd_up(c, true, false) != 0)
 		return 1;
-	}
 	fflush(stdout);
 	pid_t p = fork();
 	if (p < 0) {
@@ -464,6 +649,102 @@ static int find_tracerd(ctl *c)
 	return 0;
 }
 
+/* A config in the state dir named as rheapctl names its own clusters
+ * (default.json, run-PID.json, soak-PID.json) is that cluster, whichever
+ * way it is named on the command line: its tracers' files go by its name. */
+static void name_from_path(ctl *c)
+{
+	const char *slash = strrchr(c->config, '/');
+	if (!slash || (size_t)(slash - c->config) != strlen(c->state) ||
+	    strncmp(c->config, c->state, strlen(c->state)))
+		return;
+	const char *b = slash + 1;
+	int pid, used = 0, used2 = 0;
+	if (strcmp(b, "default.json") &&
+	    !(sscanf(b, "run-%d.json%n", &pid, &used) == 1 && used && !b[used]) &&
+	    !(sscanf(b, "soak-%d.json%n", &pid, &used2) == 1 && used2 && !b[used2]))
+		return;
+	snprintf(c->name, sizeof c->name, "%.*s", (int)(strlen(b) - 5), b);
+}
+
+/* The files of run-PID and soak-PID clusters whose rheapctl died without
+ * removing them (SIGKILL: its tracers got SIGTERM from the kernel, the
+ * files stayed). A cluster with a tracer still running is left alone. */
+static void sweep_stale(const ctl *c)
+{
+	int fd = dup(c->dfd);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	rewinddir(d);
+	for (struct dirent *e; (e = readdir(d));) {
+		int pid, used = 0;
+		char kind[8];
+		if (sscanf(e->d_name, "%4[a-z]-%d.json%n", kind, &pid, &used) != 2 || !used ||
+		    e->d_name[used] || (strcmp(kind, "run") && strcmp(kind, "soak")) || pid <= 0 ||
+		    kill(pid, 0) == 0 || errno != ESRCH)
+			continue;
+		ctl old = {.dfd = c->dfd, .cfg.n_servers = 2};
+		snprintf(old.state, sizeof old.state, "%s", c->state);
+		snprintf(old.name, sizeof old.name, "%s-%d", kind, pid);
+		snprintf(old.config, sizeof old.config, "%s/%.40s", c->state, e->d_name);
+		bool live = false;
+		for (size_t i = 0; i < 2; i++)
+			live |= read_pid(&old, i) != 0;
+		if (live)
+			continue;
+		for (size_t i = 0; i < 2; i++)
+			remove_files(&old, i);
+		remove_generated(&old);
+	}
+	closedir(d);
+}
+
+/* Without --config, 'run' and 'soak' make a cluster of their own, named
+ * after this process (operations.C1); 'up', 'down' and 'status' work on the
+ * default cluster, STATE/default.json, which 'up' makes. -1 to go on, or
+ * the exit status. */
+static int pick_default(ctl *c, const char *cmd)
+{
+	if (!strcmp(cmd, "run") || !strcmp(cmd, "soak")) {
+		sweep_stale(c);
+		char name[32];
+		snprintf(name, sizeof name, "%s-%d", cmd, (int)getpid());
+		/* A loaded machine must not fail a correctness soak on a
+		 * heartbeat: a lost tracer is still reported, later. */
+		if (!strcmp(cmd, "soak"))
+			return make_default(c, name, "256MiB", 0.1, 5000) ? 1 : -1;
+		return make_default(c, name, "1GiB", 0.25, 2000) ? 1 : -1;
+	}
+	snprintf(c->name, sizeof c->name, "default");
+	snprintf(c->config, sizeof c->config, "%s/default.json", c->state);
+	struct stat st;
+	if (fstatat(c->dfd, "default.json", &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		if (!strcmp(cmd, "up"))
+			return make_default(c, "default", "1GiB", 0.25, 2000) ? 1 : -1;
+		printf("no cluster up (%s does not exist; 'rheapctl up' starts one)\n", c->config);
+		return !strcmp(cmd, "status") ? 3 : 0;
+	}
+	if (strcmp(cmd, "up"))
+		return -1;
+	/* 'up' again is refused while a tracer of the default cluster runs:
+	 * a new config would leave it listening on ports no config names
+	 * (operations.C2). */
+	rh_error err;
+	char list[512], hint[sizeof c->config + sizeof c->state + 48];
+	if (rh_config_load(c->config, &c->cfg, &err) == RH_OK) {
+		if (running(c, list, sizeof list))
+			return die("the default cluster (%s) is already up (%s); '%s' stops it",
+			           c->config, list, down_hint(c, hint, sizeof hint));
+		for (size_t i = 0; i < c->cfg.n_servers; i++)
+			remove_files(c, i);
+	}
+	return make_default(c, "default", "1GiB", 0.25, 2000) ? 1 : -1;
+}
+
 int main(int argc, char **argv)
 {
 	ctl c = {0};
@@ -471,6 +752,16 @@ int main(int argc, char **argv)
 	if (!cmd || !strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
 		usage(cmd ? stdout : stderr);
 		return cmd ? 0 : 2;
+	}
+	if (!strcmp(cmd, "-V") || !strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
+		printf("rheapctl %s\n", RH_VERSION_STRING);
+		return 0;
+	}
+	if (strcmp(cmd, "up") && strcmp(cmd, "down") && strcmp(cmd, "status") &&
+	    strcmp(cmd, "run") && strcmp(cmd, "soak")) {
+		die("unknown command '%s'", cmd);
+		usage(stderr);
+		return 2;
 	}
 	const char *config = NULL, *state = NULL;
 	rh_soak_opts so = {.seconds = 600, .threads = 4, .seed = (uint64_t)time(NULL)};
@@ -508,6 +799,9 @@ int main(int argc, char **argv)
 		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			usage(stdout);
 			return 0;
+		} else if (!strcmp(a, "-V") || !strcmp(a, "--version")) {
+			printf("rheapctl %s\n", RH_VERSION_STRING);
+			return 0;
 		} else if (a[0] == '-') {
 			die("unknown option '%s'", a);
 			usage(stderr);
@@ -531,37 +825,29 @@ int main(int argc, char **argv)
 	if (config) {
 		if (!realpath(config, c.config))
 			return die("--config %s: %s", config, strerror(errno));
-	} else if (!strcmp(cmd, "run") || !strcmp(cmd, "up")) {
-		if (make_default(&c, "default", "1GiB", 0.25, 2000) != 0)
-			return 1;
-	} else if (!strcmp(cmd, "soak")) {
-		/* A loaded machine must not fail a correctness soak on a
-		 * heartbeat: a lost tracer is still reported, later. */
-		if (make_default(&c, "soak", "256MiB", 0.1, 5000) != 0)
-			return 1;
+		name_from_path(&c);
 	} else {
-		snprintf(c.config, sizeof c.config, "%s/default.json", c.state);
+		int rc = pick_default(&c, cmd);
+		if (rc >= 0)
+			return rc;
 	}
 	rh_error err;
 	if (rh_config_load(c.config, &c.cfg, &err) != RH_OK)
 		return die("%s", err.msg);
 	if (c.cfg.n_servers == 0)
 		return die("%s lists no memory servers: nothing to start", c.config);
+	if (c.generated && (c.cfg.n_servers != 2 || n_local(&c) != 2))
+		return die("%s: changed while rheapctl set it up", c.config);
 	if (!strcmp(cmd, "up"))
-		return cmd_up(&c, false);
+		return cmd_up(&c, false, false);
 	if (!strcmp(cmd, "down"))
 		return cmd_down(&c);
 	if (!strcmp(cmd, "status"))
 		return cmd_status(&c);
 	if (!strcmp(cmd, "run"))
 		return cmd_run(&c, argv + i);
-	if (!strcmp(cmd, "soak")) {
-		if (i < argc)
-			return die("soak: unexpected argument '%s'", argv[i]);
-		so.config = c.config;
-		return cmd_soak(&c, &so);
-	}
-	die("unknown command '%s'", cmd);
-	usage(stderr);
-	return 2;
+	if (i < argc)
+		return die("soak: unexpected argument '%s'", argv[i]);
+	so.config = c.config;
+	return cmd_soak(&c, &so);
 }

@@ -23,11 +23,15 @@ typedef struct opts {
 	int status;
 } opts;
 
-static void usage(void)
+/* Exit status 0 when asked for (--help, on stdout), 2 after bad usage. */
+static void usage(int status)
 {
-	fprintf(stderr, "usage: rhscheme [--heap-mib N] [--verify] [--stats] [--stats-file FILE] "
-	                "[--max-depth N] [FILE.scm]\n");
-	exit(2);
+	fprintf(status ? stderr : stdout,
+	        "usage: rhscheme [--heap-mib N] [--verify] [--stats] [--stats-file FILE] "
+	        "[--max-depth N] [FILE.scm]\n"
+	        "Without FILE, a REPL. RHEAP_CONFIG (set by 'rheapctl run') puts the heap on "
+	        "a cluster.\n");
+	exit(status);
 }
 
 static long number_arg(const char *flag, const char *v)
@@ -260,12 +264,17 @@ int main(int argc, char **argv)
 			o.stats_file = argv[++i];
 		else if (!strcmp(a, "--max-depth"))
 			o.max_depth = (int)number_arg(a, i + 1 < argc ? argv[++i] : NULL);
-		else if (a[0] == '-' && a[1])
-			usage();
+		else if (!strcmp(a, "-h") || !strcmp(a, "--help"))
+			usage(0);
+		else if (!strcmp(a, "-V") || !strcmp(a, "--version")) {
+			printf("rhscheme (rheap %s)\n", RH_VERSION_STRING);
+			return 0;
+		} else if (a[0] == '-' && a[1])
+			usage(2);
 		else if (!o.script)
 			o.script = a;
 		else
-			usage();
+			usage(2);
 	}
 	/* Deep non-tail recursion runs on the C stack: give the VM thread a
 	 * large one (only the touched part is committed or scanned). */

@@ -24,8 +24,13 @@
 extern "C" {
 #endif
 
+/* The project's version (meson.build's project()): meson refuses to
+ * configure when these disagree with it (include/meson.build), and the
+ * programs print RH_VERSION_STRING for --version. */
 #define RH_VERSION_MAJOR 0
-#define RH_VERSION_MINOR 1
+#define RH_VERSION_MINOR 2
+#define RH_VERSION_PATCH 0
+#define RH_VERSION_STRING "0.2.0"
 
 /* ------------------------------------------------------------------ errors */
 

@@ -40,15 +40,20 @@ static inline int ops_heap_works(rh_heap *h)
 	return ok;
 }
 
-/* Every line of a tracer log is one event: "rheap[PID] LEVEL component: ...". */
+/* Every line of a tracer log is one event: "rheap[PID] [  S.mmms] LEVEL
+ * component: ...". */
 static inline int ops_log_well_formed(const char *log, char *bad, size_t cap)
 {
 	for (const char *l = log; *l;) {
 		const char *e = strchr(l, '\n');
 		size_t n = e ? (size_t)(e - l) : strlen(l);
 		int pid, used = 0;
+		unsigned ms;
+		double secs;
 		char level[8];
-		if (sscanf(l, "rheap[%d] %7s %n", &pid, level, &used) != 2 || !used ||
+		if (sscanf(l, "rheap[%d] [%lf%*[s]] %7s %n", &pid, &secs, level, &used) != 3 ||
+		    !used || sscanf(strchr(l, '.') ? strchr(l, '.') + 1 : "", "%3u", &ms) != 1 ||
+		    secs < 0 ||
 		    (strcmp(level, "error") && strcmp(level, "warn") && strcmp(level, "info") &&
 		     strcmp(level, "debug"))) {
 			snprintf(bad, cap, "%.*s", (int)(n < 200 ? n : 200), l);
