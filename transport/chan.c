@@ -511,10 +511,15 @@ int rh_chan_msg_recv(struct rh_chan *ch, void *buf, size_t cap, size_t *len, int
 	*len = m->len;
 	free(m);
 	if (give_back) {
+		/* chan.F1: returned credits are never dropped. Sent inline with
+		 * this recv's deadline (0 for a poll), a CREDIT frame behind a
+		 * full socket or another sender timed out unsent and the credits
+		 * were lost for good: the peer's window shrank until it could
+		 * send nothing (a tracer's MARKED waited out the timeout and its
+		 * memory server was declared lost). Written now if the socket
+		 * takes it, else by the writer thread, never lost. */
 		struct rh_chan_hdr h = {.type = RH_CH_CREDIT, .arg = give_back};
-		rh_error e2 = {0};
-		/* If this fails the channel has failed; the message is still ours. */
-		rh_chan_send(ch, &h, NULL, 0, NULL, 0, deadline, &e2);
+		rh_chan_reply(ch, &h, NULL, 0);
 	}
 	return RH_OK;
 }

@@ -42,9 +42,8 @@ int main(int argc, char **argv)
 	int sent = 0, rc = RH_OK;
 	while (sent < MESSAGES && (rc = send_one(&k, sent, seq, &err)) == RH_OK)
 		sent++;
-	CHECK(sent == MESSAGES,
-	      "%d messages sent without reading an answer (stopped at %d: %s)", MESSAGES, sent,
-	      rc == RH_OK ? "" : err.msg);
+	CHECK(sent == MESSAGES, "%d messages sent without reading an answer (stopped at %d: %s)",
+	      MESSAGES, sent, rc == RH_OK ? "" : err.msg);
 	int in_order = 0;
 	for (int i = 0; i < sent; i++) {
 		rh_msg m;
