@@ -60,6 +60,14 @@ static uintptr_t eden_carve(rh_heap *h, size_t bytes, bool past_limit)
 	return r->start;
 }
 
+/* Full collections an allocation runs before it fails: with offloading,
+ * the tracers' full marking, then one on the CPU server that compacts
+ * (cssc.E1). */
+static int last_try(const rh_heap *h)
+{
+	return h->offload_on ? 2 : 1;
+}
+
 static void *alloc_humongous(rh_mutator *m, rh_type_id t, size_t bytes, size_t length)
 {
 	rh_heap *h = m->heap;
@@ -74,7 +82,7 @@ static void *alloc_humongous(rh_mutator *m, rh_type_id t, size_t bytes, size_t l
 	}
 	/* Give up only after a full collection this thread ran: one another
 	 * thread ran meanwhile may have been partial. */
-	for (bool collected = false;;) {
+	for (int collected = 0;;) {
 		pthread_mutex_lock(&h->alloc_lock);
 		int64_t i = rh_region_take_span(h, (uint32_t)n);
 		if (i >= 0) {
@@ -90,9 +98,10 @@ static void *alloc_humongous(rh_mutator *m, rh_type_id t, size_t bytes, size_t l
 			return p;
 		}
 		pthread_mutex_unlock(&h->alloc_lock);
-		if (collected)
+		if (collected == last_try(h))
 			break;
-		collected = rh_collect_for_alloc(h, m, 1);
+		if (rh_collect_for_alloc(h, m, collected ? RH_COLLECT_FULL_ON_CPU : 1))
+			collected++;
 	}
 	rh_set_last_error(RH_ENOMEM,
 	                  "heap exhausted: no %llu contiguous free regions for a %zu-byte object "
@@ -162,11 +171,14 @@ void *rh_alloc_slow(rh_mutator *m, rh_type_id t, size_t bytes, size_t length)
 		 * thread's own collection only a heap with no free region
 		 * fails, so the second failure escalates to a full
 		 * collection and the third gives up: NULL always follows a
-		 * full collection (rheap.h). A collection another thread ran
-		 * counts as no attempt. */
-		if (collections == 2)
+		 * full collection (rheap.h). With offloading, the tracers'
+		 * full marking frees only empty regions, so one more full
+		 * collection compacts on the CPU server first (cssc.E1). A
+		 * collection another thread ran counts as no attempt. */
+		if (collections == last_try(h) + 1)
 			break;
-		if (rh_collect_for_alloc(h, m, collections))
+		if (rh_collect_for_alloc(h, m,
+		                         collections == 2 ? RH_COLLECT_FULL_ON_CPU : collections))
 			collections++;
 	}
 	rh_set_last_error(RH_ENOMEM,

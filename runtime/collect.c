@@ -370,7 +370,7 @@ static void collect(rh_heap *h, rh_gc_kind kind)
 	mk->order_kind = h->cfg.order;
 	mk->live_bytes = g.live;
 
-	if (kind == RH_GC_FULL && h->offload_on) {
+	if (kind == RH_GC_FULL && h->offload_on && !h->cssc.full_on_cpu) {
 		/* The tracers mark the heap where it lives (docs/distributed-gc.md).
 		 * Its set is every region in use, as a local full collection's:
 		 * rh_sizing_after() adapts full_growth to the share found live. */
@@ -443,7 +443,7 @@ done:
 	h->stats.objects_copied += g.copied_objects;
 	h->stats.bytes_copied_helpers += g.helper_bytes;
 	h->stats.copies_undone += g.lost;
-	if (!(kind == RH_GC_FULL && h->offload_on))
+	if (!(kind == RH_GC_FULL && h->offload_on && !h->cssc.full_on_cpu))
 		h->stats.bytes_marked_cpu += mk->bytes_marked;
 	h->stats.pinned_objects += g.pinned;
 	if (kind == RH_GC_FULL)
@@ -475,6 +475,21 @@ static void emit_stop(rh_heap *h, rh_gc_kind kind, uint64_t t_start)
 	pthread_mutex_lock(&h->stats_lock);
 	h->stats.phase_ns[RH_PHASE_STOP] += rh_now_ns() - t_start;
 	pthread_mutex_unlock(&h->stats_lock);
+}
+
+/* cssc.E1: the tracers' full marking frees only empty regions. When it
+ * leaves the heap short of room, the CPU server compacts in the same
+ * pause, while the free regions left still hold the copies (once the heap
+ * is full, a copying collection can move nothing). */
+static void compact_on_cpu(rh_heap *h, rh_gctrace *trace)
+{
+	h->cssc.full_on_cpu = true;
+	uint64_t t = rh_now_ns();
+	emit_stop(h, RH_GC_FULL, t); /* already stopped: zero length */
+	rh_gctrace_begin(h, trace, RH_GC_FULL, t);
+	collect(h, RH_GC_FULL);
+	rh_gctrace_end(h, trace);
+	h->cssc.full_on_cpu = false;
 }
 
 static void collect_stopped(rh_heap *h, rh_gc_kind kind, uint64_t t_start, rh_gctrace *trace)
@@ -511,6 +526,9 @@ static void collect_stopped(rh_heap *h, rh_gc_kind kind, uint64_t t_start, rh_gc
 		 * starts a cycle where it would have had a full collection. */
 		rh_cmark_maybe_start(h, h->sz.full_due || rh_sizing_mark_due(h));
 	}
+	if (kind == RH_GC_FULL && h->offload_on && !h->cssc.full_on_cpu &&
+	    h->n_free < h->n_regions * h->cfg.full_threshold)
+		compact_on_cpu(h, trace);
 	rh_cmark_pause_end(h);
 	rh_barrier_hand_over(h); /* rset.D1 */
 	pthread_mutex_unlock(&h->remset_lock);
@@ -526,9 +544,12 @@ int rh_collect_for_alloc(rh_heap *h, rh_mutator *self, int full)
 	uint64_t t0 = rh_now_ns();
 	if (!rh_stw_begin(h, self))
 		return 0;
+	/* cssc.E1: set and cleared with the world stopped. */
+	h->cssc.full_on_cpu = full == RH_COLLECT_FULL_ON_CPU && h->offload_on;
 	/* Only the winner reports the stop phase; its length is the wait. */
 	rh_gctrace trace = {0};
 	collect_stopped(h, kind, t0, &trace);
+	h->cssc.full_on_cpu = false;
 	rh_stw_end(h);
 	/* The trace's lines are written with the mutators running again
 	 * (operations.G1). */

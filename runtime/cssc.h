@@ -10,6 +10,7 @@
 #ifndef RH_RUNTIME_CSSC_H
 #define RH_RUNTIME_CSSC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -20,6 +21,11 @@ typedef struct rh_cssc {
 	size_t n_tslots, cap_tslots;
 	double ns_per_byte; /* a CSSC's measured time per byte its tracers copy */
 	uint64_t id;        /* the last EVACUATE, FIX_CARDS or FULL sent */
+	/* cssc.E1: this full collection compacts on the CPU server, through
+	 * its page cache, instead of the tracers' full marking, which frees
+	 * only empty regions: set for the last attempt before an allocation
+	 * fails (runtime/alloc.c). */
+	bool full_on_cpu;
 } rh_cssc;
 
 typedef struct rh_heap rh_heap;

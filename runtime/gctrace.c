@@ -24,11 +24,11 @@ void rh_gctrace_begin(rh_heap *h, rh_gctrace *t, rh_gc_kind kind, uint64_t start
 {
 	if (t->n == 0)
 		t->on = rh_log_enabled(RH_LOG_INFO);
-	if (!t->on || t->n >= 2)
+	if (!t->on || t->n >= 3)
 		return;
 	rh_gctrace_one *c = &t->c[t->n];
 	c->kind = kind;
-	c->by_tracers = kind == RH_GC_FULL && h->offload_on;
+	c->by_tracers = kind == RH_GC_FULL && h->offload_on && !h->cssc.full_on_cpu;
 	c->start_ns = start_ns;
 	c->used_before = used_bytes(h);
 	c->faults_before = faults(h);
@@ -40,7 +40,7 @@ void rh_gctrace_begin(rh_heap *h, rh_gctrace *t, rh_gc_kind kind, uint64_t start
 
 void rh_gctrace_end(rh_heap *h, rh_gctrace *t)
 {
-	if (!t->on || t->n >= 2)
+	if (!t->on || t->n >= 3)
 		return;
 	rh_gctrace_one *c = &t->c[t->n++];
 	c->end_ns = rh_now_ns();

@@ -19,11 +19,12 @@ typedef struct rh_gctrace_one {
 } rh_gctrace_one;
 
 /* One pause: a collection, or a partial one and the full one it turned
- * into (collect.c, collect_stopped). */
+ * into, and a compaction on the CPU server after the tracers' full marking
+ * (collect.c, collect_stopped; cssc.E1). */
 typedef struct rh_gctrace {
 	bool on; /* info level: nothing is noted otherwise */
 	unsigned n;
-	rh_gctrace_one c[2];
+	rh_gctrace_one c[3];
 	uint64_t pause_end_ns;
 } rh_gctrace;
 

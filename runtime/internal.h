@@ -312,10 +312,12 @@ void rh_remember(rh_heap *h, uintptr_t slot, uintptr_t target);
 void rh_bq_flush(rh_mutator *m);
 
 /* ---- collection (collect.c, evacuate.c, verify.c) ---- */
-/* Collect (partial, or full if `full`), the calling thread being mutator
- * `self`. Returns 1 if this thread collected, 0 if another thread's
- * collection ran meanwhile. */
-/* Eden's size and the collector's estimates before any collection. */
+/* Collect (partial if `full` is 0, else full), the calling thread being
+ * mutator `self`. Returns 1 if this thread collected, 0 if another
+ * thread's collection ran meanwhile. RH_COLLECT_FULL_ON_CPU: a full
+ * collection that compacts on the CPU server even when the tracers would
+ * mark it (cssc.E1). */
+#define RH_COLLECT_FULL_ON_CPU 2
 int rh_collect_for_alloc(rh_heap *h, rh_mutator *self, int full);
 size_t rh_verify_heap(rh_heap *h);
 void rh_emit(rh_heap *h, rh_gc_kind kind, rh_phase ph, int begin);
