@@ -2,8 +2,7 @@
  * must get NULL with rh_last_error() = RH_ENOMEM after a full collection,
  * with its data intact and the heap usable again once it lets go; never a
  * crash, a hang or the fatal path. Small objects (TLAB refills), medium
- * ones and a humongous one, on a local heap and on a disaggregated one;
- * first a fragmented heap that only compaction makes usable (cssc.E1).
+ * ones and a humongous one, on a local heap and on a disaggregated one.
  *
  * usage: test-heapfull TRACERD local|shm|tcp [heap MiB, default 64]
  */
@@ -148,49 +147,6 @@ static void exhaust(rh_heap *h, rh_mutator *m, const char *what, size_t blob_len
 	rh_pop_frame(m, &f);
 }
 
-/* cssc.E1: live data scattered over most regions, a sixth of the heap,
- * and a request for a quarter of it in one piece (a humongous object stays
- * inside one memory server's partition, half the heap here, whose free
- * regions are then fewer than that). Only compaction makes room:
- * the tracers' full marking frees no region (each keeps a quarter of its
- * nodes), so on a disaggregated heap the CPU server's own full collection
- * must follow before the allocation may fail. */
-static void fragmented(rh_mutator *m, const char *where)
-{
-	void *slots[2] = {0};
-	rh_frame f;
-	rh_push_frame(m, &f, slots, 2);
-	uint64_t n = ((uint64_t)heap_mib << 20) * 7 / 10 / sizeof(struct node), built = 0;
-	for (; built < n; built++) {
-		struct node *x = rh_alloc(m, NODE);
-		if (!x)
-			break;
-		x->id = built;
-		x->chk = mix(built);
-		rh_write_ref(m, (void **)&x->next, slots[0]);
-		slots[0] = x;
-	}
-	CHECK(built == n, "%s, fragmented: %llu nodes built (%s)", where, (unsigned long long)n,
-	      built == n ? "" : rh_last_error()->msg);
-	uint64_t kept = 0;
-	for (struct node *x = slots[0]; x; x = x->next, kept++) {
-		struct node *y = x;
-		for (int k = 0; k < 3 && y; k++)
-			y = y->next;
-		rh_write_ref(m, (void **)&x->next, y ? y->next : NULL);
-	}
-	size_t want = ((size_t)heap_mib << 20) / 4;
-	uint8_t *b = rh_alloc_array(m, BLOB, want);
-	CHECK(b != NULL, "%s, fragmented: %zu MiB in one piece after dropping 3 nodes in 4 (%s)",
-	      where, want >> 20, b ? "" : rh_last_error()->msg);
-	uint64_t seen = 0, ok = 1;
-	for (struct node *x = slots[0]; x; x = x->next, seen++)
-		ok &= x->chk == mix(x->id) && x->id % 4 == (n - 1) % 4;
-	CHECK(seen == kept && ok, "%s, fragmented: the %llu nodes kept are intact (%llu)", where,
-	      (unsigned long long)kept, (unsigned long long)seen);
-	rh_pop_frame(m, &f);
-}
-
 static void run(rh_heap *h, const char *where)
 {
 	rh_error err;
@@ -210,7 +166,6 @@ static void run(rh_heap *h, const char *where)
 	CHECK(m != NULL, "%s: attach: %s", where, m ? "" : err.msg);
 	if (!m)
 		return;
-	fragmented(m, where);
 	char what[64];
 	snprintf(what, sizeof what, "%s, small objects", where);
 	exhaust(h, m, what, 0);
