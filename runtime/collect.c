@@ -370,7 +370,7 @@ static void collect(rh_heap *h, rh_gc_kind kind)
 	mk->order_kind = h->cfg.order;
 	mk->live_bytes = g.live;
 
-	if (kind == RH_GC_FULL && h->offload_on && !h->cssc.full_on_cpu) {
+	if (rh_cssc_full_by_tracers(h, kind)) {
 		/* The tracers mark the heap where it lives (docs/distributed-gc.md).
 		 * Its set is every region in use, as a local full collection's:
 		 * rh_sizing_after() adapts full_growth to the share found live. */
@@ -443,7 +443,7 @@ done:
 	h->stats.objects_copied += g.copied_objects;
 	h->stats.bytes_copied_helpers += g.helper_bytes;
 	h->stats.copies_undone += g.lost;
-	if (!(kind == RH_GC_FULL && h->offload_on && !h->cssc.full_on_cpu))
+	if (!rh_cssc_full_by_tracers(h, kind))
 		h->stats.bytes_marked_cpu += mk->bytes_marked;
 	h->stats.pinned_objects += g.pinned;
 	if (kind == RH_GC_FULL)
@@ -477,6 +477,23 @@ static void emit_stop(rh_heap *h, rh_gc_kind kind, uint64_t t_start)
 	pthread_mutex_unlock(&h->stats_lock);
 }
 
+/* Fewer free regions than gc.full_threshold of the heap. */
+static bool short_of_room(const rh_heap *h)
+{
+	return h->n_free < h->n_regions * h->cfg.full_threshold;
+}
+
+/* A further collection in the same pause: the world is already stopped,
+ * so its stop phase has zero length. */
+static void collect_again(rh_heap *h, rh_gc_kind kind, rh_gctrace *trace)
+{
+	uint64_t t = rh_now_ns();
+	emit_stop(h, kind, t);
+	rh_gctrace_begin(h, trace, kind, t);
+	collect(h, kind);
+	rh_gctrace_end(h, trace);
+}
+
 /* cssc.E1: the tracers' full marking frees only empty regions. When it
  * leaves the heap short of room, the CPU server compacts in the same
  * pause, while the free regions left still hold the copies (once the heap
@@ -484,11 +501,7 @@ static void emit_stop(rh_heap *h, rh_gc_kind kind, uint64_t t_start)
 static void compact_on_cpu(rh_heap *h, rh_gctrace *trace)
 {
 	h->cssc.full_on_cpu = true;
-	uint64_t t = rh_now_ns();
-	emit_stop(h, RH_GC_FULL, t); /* already stopped: zero length */
-	rh_gctrace_begin(h, trace, RH_GC_FULL, t);
-	collect(h, RH_GC_FULL);
-	rh_gctrace_end(h, trace);
+	collect_again(h, RH_GC_FULL, trace);
 	h->cssc.full_on_cpu = false;
 }
 
@@ -512,22 +525,16 @@ static void collect_stopped(rh_heap *h, rh_gc_kind kind, uint64_t t_start, rh_gc
 	 * full collection to the next pause keeps each pause shorter but
 	 * lets the old generation grow by another eden: peak memory rose by
 	 * a sixth to three quarters in the GC benchmarks.) */
-	bool short_of_room = h->n_free < h->n_regions * h->cfg.full_threshold;
-	if (kind == RH_GC_PARTIAL && (short_of_room || (h->sz.full_due && !h->cm.on))) {
+	if (kind == RH_GC_PARTIAL && (short_of_room(h) || (h->sz.full_due && !h->cm.on))) {
 		kind = RH_GC_FULL;
 		rh_cmark_abort(h);
-		uint64_t t_full = rh_now_ns();
-		emit_stop(h, kind, t_full); /* already stopped: zero length */
-		rh_gctrace_begin(h, trace, kind, t_full);
-		collect(h, kind);
-		rh_gctrace_end(h, trace);
+		collect_again(h, kind, trace);
 	} else if (kind == RH_GC_PARTIAL) {
 		/* With concurrent marking, an old generation past its bound
 		 * starts a cycle where it would have had a full collection. */
 		rh_cmark_maybe_start(h, h->sz.full_due || rh_sizing_mark_due(h));
 	}
-	if (kind == RH_GC_FULL && h->offload_on && !h->cssc.full_on_cpu &&
-	    h->n_free < h->n_regions * h->cfg.full_threshold)
+	if (rh_cssc_full_by_tracers(h, kind) && short_of_room(h))
 		compact_on_cpu(h, trace);
 	rh_cmark_pause_end(h);
 	rh_barrier_hand_over(h); /* rset.D1 */

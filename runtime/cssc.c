@@ -985,6 +985,11 @@ static void run(rh_heap *h)
 	run_free(&x);
 }
 
+bool rh_cssc_full_by_tracers(const rh_heap *h, rh_gc_kind kind)
+{
+	return kind == RH_GC_FULL && h->offload_on && !h->cssc.full_on_cpu;
+}
+
 void rh_cssc_finish(rh_heap *h, rh_gc_kind kind)
 {
 	rh_emit(h, kind, RH_PHASE_REMOTE, 1);

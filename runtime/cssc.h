@@ -39,6 +39,9 @@ void rh_cssc_choose(rh_heap *h);
  * chosen regions, references to them are fixed, and every tracer gets the
  * new region table and roots for concurrent marking. */
 void rh_cssc_finish(rh_heap *h, rh_gc_kind kind);
+/* Whether a collection of this kind is the tracers' full marking rather
+ * than the CPU server's own (cssc.E1). */
+bool rh_cssc_full_by_tracers(const rh_heap *h, rh_gc_kind kind);
 /* A slot outside the heap (a root) holds a reference into a candidate:
  * fixed once its target has moved. */
 void rh_cssc_note(rh_heap *h, void **slot);

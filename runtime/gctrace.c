@@ -28,7 +28,7 @@ void rh_gctrace_begin(rh_heap *h, rh_gctrace *t, rh_gc_kind kind, uint64_t start
 		return;
 	rh_gctrace_one *c = &t->c[t->n];
 	c->kind = kind;
-	c->by_tracers = kind == RH_GC_FULL && h->offload_on && !h->cssc.full_on_cpu;
+	c->by_tracers = rh_cssc_full_by_tracers(h, kind);
 	c->start_ns = start_ns;
 	c->used_before = used_bytes(h);
 	c->faults_before = faults(h);
