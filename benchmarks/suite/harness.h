@@ -102,6 +102,25 @@ void rs_run_threads(rs_env *e, rs_thread_fn fn, void *arg);
 void rs_progress(const rs_env *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 _Noreturn void rs_oom(void);
 
+/* p, or the end of the run (rs_oom) when an allocation returned NULL. */
+static inline void *rs_must(void *p)
+{
+	if (!p)
+		rs_oom();
+	return p;
+}
+
+/* An array's elements, past its header and length word. */
+static inline void **rs_slots_of(void *array)
+{
+	return (void **)((char *)array + RH_ARRAY_HEADER_SIZE);
+}
+
+static inline uint8_t *rs_bytes_of(void *array)
+{
+	return (uint8_t *)array + RH_ARRAY_HEADER_SIZE;
+}
+
 /* Deterministic per-run randomness (splitmix64). */
 static inline uint64_t rs_rand(uint64_t *s)
 {

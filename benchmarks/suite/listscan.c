@@ -49,26 +49,16 @@ static void *alloc_array(rh_type_id t, size_t n)
 	return p;
 }
 
-static void **slots_of(void *array)
-{
-	return (void **)((char *)array + RH_ARRAY_HEADER_SIZE);
-}
-
-static uint8_t *bytes_of(void *array)
-{
-	return (uint8_t *)array + RH_ARRAY_HEADER_SIZE;
-}
-
 static void fill(void *payload, uint64_t key, uint64_t version)
 {
-	uint8_t *b = bytes_of(payload);
+	uint8_t *b = rs_bytes_of(payload);
 	for (int i = 0; i < PAYLOAD; i++)
 		b[i] = (uint8_t)(key >> (i % 8 * 8)) ^ (uint8_t)(version + (uint64_t)i);
 }
 
 static uint64_t payload_sum(void *payload)
 {
-	const uint8_t *b = bytes_of(payload);
+	const uint8_t *b = rs_bytes_of(payload);
 	uint64_t s = 0;
 	for (int i = 0; i < PAYLOAD; i++)
 		s += b[i];
@@ -118,7 +108,7 @@ int main(int argc, char **argv)
 		e = roots[2];
 		rh_write_ref(mut, &e->payload, p);
 		size_t b = key % PARTITIONS;
-		void **heads = slots_of(roots[0]), **tails = slots_of(roots[1]);
+		void **heads = rs_slots_of(roots[0]), **tails = rs_slots_of(roots[1]);
 		if (tails[b])
 			rh_write_ref(mut, (void **)&((elem *)tails[b])->next, e);
 		else
@@ -137,7 +127,7 @@ int main(int argc, char **argv)
 		bool transform = s % 2 == 1;
 		uint64_t n = 0, keys = 0, sum = 0;
 		for (size_t b = 0; b < PARTITIONS; b++) {
-			roots[2] = slots_of(roots[0])[b];
+			roots[2] = rs_slots_of(roots[0])[b];
 			while (roots[2]) {
 				elem *e = roots[2];
 				uint64_t ps = payload_sum(e->payload);

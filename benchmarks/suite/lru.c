@@ -25,18 +25,6 @@ static rh_type_id entry_t, bytes_t, refs_t;
 /* roots: table, sentinel, entry being built */
 static void *roots[3];
 
-static void *must(void *p)
-{
-	if (!p)
-		rs_oom();
-	return p;
-}
-
-static uint8_t *bytes_of(void *a)
-{
-	return (uint8_t *)a + RH_ARRAY_HEADER_SIZE;
-}
-
 static entry **bucket(uint64_t key)
 {
 	size_t n = rh_array_length(roots[0]);
@@ -68,7 +56,7 @@ static size_t value_size(uint64_t key)
 static void *make_value(uint64_t key, uint64_t version)
 {
 	size_t n = value_size(key);
-	uint8_t *b = bytes_of(must(rh_alloc_array(mut, bytes_t, n)));
+	uint8_t *b = rs_bytes_of(rs_must(rh_alloc_array(mut, bytes_t, n)));
 	for (size_t i = 0; i < n; i++)
 		b[i] = (uint8_t)(key + version + i);
 	return b - RH_ARRAY_HEADER_SIZE;
@@ -147,8 +135,8 @@ int main(int argc, char **argv)
 
 	uint64_t cap = env.size ? env.size : 1, keys = 4 * cap, requests = 10 * cap;
 	double *cdf = zipf_cdf(keys, 0.99);
-	roots[0] = must(rh_alloc_array(mut, refs_t, cap));
-	entry *s = must(rh_alloc(mut, entry_t));
+	roots[0] = rs_must(rh_alloc_array(mut, refs_t, cap));
+	entry *s = rs_must(rh_alloc(mut, entry_t));
 	rh_write_ref(mut, (void **)&s->prev, s);
 	rh_write_ref(mut, (void **)&s->next, s);
 	roots[1] = s;
@@ -161,7 +149,7 @@ int main(int argc, char **argv)
 		entry *e = lookup(key);
 		if (e) {
 			hits++;
-			uint8_t first = bytes_of(e->value)[0];
+			uint8_t first = rs_bytes_of(e->value)[0];
 			if (first != (uint8_t)(key + e->version))
 				bad++;
 			check += first;
@@ -177,7 +165,7 @@ int main(int argc, char **argv)
 			}
 		} else {
 			roots[2] = make_value(key, 0);
-			e = must(rh_alloc(mut, entry_t));
+			e = rs_must(rh_alloc(mut, entry_t));
 			e->key = key;
 			rh_write_ref(mut, &e->value, roots[2]);
 			roots[2] = e;

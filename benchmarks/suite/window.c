@@ -52,23 +52,6 @@ static rh_type_id rec_t, batch_t, bytes_t, refs_t;
  * built or closed, the record at hand */
 static void *roots[3];
 
-static void *must(void *p)
-{
-	if (!p)
-		rs_oom();
-	return p;
-}
-
-static void **slots_of(void *array)
-{
-	return (void **)((char *)array + RH_ARRAY_HEADER_SIZE);
-}
-
-static uint8_t *bytes_of(void *array)
-{
-	return (uint8_t *)array + RH_ARRAY_HEADER_SIZE;
-}
-
 /* A payload's bytes are a function of its key and its batch. */
 static uint8_t payload_byte(uint64_t key, uint64_t id, int i)
 {
@@ -77,31 +60,31 @@ static uint8_t payload_byte(uint64_t key, uint64_t id, int i)
 
 static void *part_of(const batch *b, uint64_t key)
 {
-	return slots_of(b->parts)[key % PARTS];
+	return rs_slots_of(b->parts)[key % PARTS];
 }
 
 static rec **bucket(const batch *b, uint64_t key)
 {
 	void *t = part_of(b, key);
 	uint64_t h = key * 0x9e3779b97f4a7c15ull;
-	return (rec **)slots_of(t) + (h >> 20) % rh_array_length(t);
+	return (rec **)rs_slots_of(t) + (h >> 20) % rh_array_length(t);
 }
 
 static batch *window_at(uint64_t id)
 {
-	return slots_of(roots[0])[id % WINDOW];
+	return rs_slots_of(roots[0])[id % WINDOW];
 }
 
 /* Adds one record to the batch being built (roots[1]). */
 static void add_record(uint64_t key, uint64_t val)
 {
-	rec *r = must(rh_alloc(mut, rec_t));
+	rec *r = rs_must(rh_alloc(mut, rec_t));
 	r->key = key;
 	r->val = val;
 	roots[2] = r;
-	void *p = must(rh_alloc_array(mut, bytes_t, PAYLOAD));
+	void *p = rs_must(rh_alloc_array(mut, bytes_t, PAYLOAD));
 	batch *b = roots[1];
-	uint8_t *pb = bytes_of(p);
+	uint8_t *pb = rs_bytes_of(p);
 	for (int i = 0; i < PAYLOAD; i++)
 		pb[i] = payload_byte(key, b->id, i);
 	r = roots[2];
@@ -126,7 +109,7 @@ static bool join(batch *b, uint64_t key, uint64_t *sum, uint64_t *bad)
 	rec *r = *link;
 	if (!r)
 		return false;
-	const uint8_t *pb = bytes_of(r->payload);
+	const uint8_t *pb = rs_bytes_of(r->payload);
 	int i = (int)(r->val % PAYLOAD);
 	if (pb[i] != payload_byte(key, b->id, i))
 		(*bad)++;
@@ -144,14 +127,14 @@ static uint64_t close_batch(uint64_t *bad)
 {
 	uint64_t n = 0, keys = 0, agg = 0;
 	for (size_t p = 0; p < PARTS; p++) {
-		size_t nb = rh_array_length(slots_of(((batch *)roots[1])->parts)[p]);
+		size_t nb = rh_array_length(rs_slots_of(((batch *)roots[1])->parts)[p]);
 		for (size_t k = 0; k < nb; k++) {
-			void *t = slots_of(((batch *)roots[1])->parts)[p];
-			roots[2] = slots_of(t)[k];
+			void *t = rs_slots_of(((batch *)roots[1])->parts)[p];
+			roots[2] = rs_slots_of(t)[k];
 			while (roots[2]) {
 				const batch *b = roots[1];
 				const rec *r = roots[2];
-				const uint8_t *pb = bytes_of(r->payload);
+				const uint8_t *pb = rs_bytes_of(r->payload);
 				int i = (int)(r->key % PAYLOAD);
 				if (pb[i] != payload_byte(r->key, b->id, i) || r->key % PARTS != p)
 					(*bad)++;
@@ -205,17 +188,17 @@ static void register_types(rs_env *env)
  * record a bucket. */
 static void new_batch(uint64_t id, uint64_t records)
 {
-	batch *b = must(rh_alloc(mut, batch_t));
+	batch *b = rs_must(rh_alloc(mut, batch_t));
 	b->id = id;
 	roots[1] = b;
-	void *parts = must(rh_alloc_array(mut, refs_t, PARTS));
+	void *parts = rs_must(rh_alloc_array(mut, refs_t, PARTS));
 	b = roots[1];
 	rh_write_ref(mut, &b->parts, parts);
 	size_t nb = records / PARTS ? records / PARTS : 1;
 	for (size_t p = 0; p < PARTS; p++) {
-		void *t = must(rh_alloc_array(mut, refs_t, nb));
+		void *t = rs_must(rh_alloc_array(mut, refs_t, nb));
 		b = roots[1];
-		rh_write_ref(mut, &slots_of(b->parts)[p], t);
+		rh_write_ref(mut, &rs_slots_of(b->parts)[p], t);
 	}
 }
 
@@ -230,7 +213,7 @@ int main(int argc, char **argv)
 	rh_frame frame;
 	rh_push_frame(mut, &frame, roots, 3);
 
-	roots[0] = must(rh_alloc_array(mut, refs_t, WINDOW));
+	roots[0] = rs_must(rh_alloc_array(mut, refs_t, WINDOW));
 
 	uint64_t rng = env.seed, keys = env.size ? env.size : 1;
 	uint64_t joined = 0, hits = 0, closed = 0, bad = 0;
@@ -238,7 +221,7 @@ int main(int argc, char **argv)
 		/* The oldest batch leaves the window before the new one comes. */
 		if (s >= WINDOW) {
 			roots[1] = window_at(s);
-			rh_write_ref(mut, &slots_of(roots[0])[s % WINDOW], NULL);
+			rh_write_ref(mut, &rs_slots_of(roots[0])[s % WINDOW], NULL);
 			closed += close_batch(&bad);
 		}
 		new_batch((uint64_t)s, env.size);
@@ -255,7 +238,7 @@ int main(int argc, char **argv)
 			}
 			rh_safepoint(mut);
 		}
-		rh_write_ref(mut, &slots_of(roots[0])[s % WINDOW], roots[1]);
+		rh_write_ref(mut, &rs_slots_of(roots[0])[s % WINDOW], roots[1]);
 		roots[1] = NULL;
 		if ((s + 1) % (STEPS / 8) == 0)
 			rs_progress(&env, "step %d/%d, %llu join hits, %llu bad", s + 1, STEPS,
