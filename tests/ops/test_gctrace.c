@@ -10,12 +10,6 @@
 #include "tests/ops/ops.h"
 #include "tests/swap/proc.h"
 
-struct node {
-	uint64_t hdr;
-	struct node *next;
-	uint8_t *blob;
-};
-
 static int child(void)
 {
 	rh_config c;
@@ -27,37 +21,15 @@ static int child(void)
 		fprintf(stderr, "child: %s\n", err.msg);
 		return 4;
 	}
-	static const uint32_t offs[] = {8, 16};
-	rh_type_desc nd = {.name = "node",
-	                   .layout = RH_LAYOUT_FIXED,
-	                   .size = 24,
-	                   .ptr_offsets = offs,
-	                   .n_ptrs = 2};
-	rh_type_desc bd = {
-	        .name = "blob", .layout = RH_LAYOUT_BYTE_ARRAY, .size = 16, .elem_size = 1};
-	rh_type_id node = rh_type_register(h, &nd, &err), blob = rh_type_register(h, &bd, &err);
+	rh_type_id node, blob;
+	ops_node_types(h, &node, &blob, &err);
 	rh_mutator *m = rh_mutator_attach(h, &err);
-	void *slots[2] = {0};
+	void *slots[1] = {0};
 	rh_frame f;
-	rh_push_frame(m, &f, slots, 2);
+	rh_push_frame(m, &f, slots, 1);
 	/* About 24 MiB kept, as much again garbage: partial collections, and
 	 * with a small cache, evicted old regions. */
-	for (int i = 0; i < 24000; i++) {
-		struct node *x = rh_alloc(m, node);
-		if (!x)
-			break;
-		slots[1] = x;
-		uint8_t *b = rh_alloc_array(m, blob, 1000);
-		x = slots[1];
-		if (!b)
-			break;
-		memset(b + 16, i, 1000);
-		rh_write_ref(m, (void **)&x->blob, b);
-		rh_write_ref(m, (void **)&x->next, slots[0]);
-		slots[0] = x;
-		rh_alloc_array(m, blob, 1000);
-	}
-	slots[1] = NULL;
+	ops_keep_list(m, node, blob, &slots[0], 24000, 1, 1000);
 	rh_collect(m, 1);
 	rh_collect(m, 0);
 	slots[0] = NULL;

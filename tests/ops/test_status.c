@@ -63,38 +63,15 @@ static int parse(const char *out, row *rows)
 	return n;
 }
 
-struct node {
-	uint64_t hdr;
-	struct node *next;
-	uint8_t *blob;
-};
-
 /* Old data far larger than the cache, collected repeatedly: the tracers
  * mark their mostly evicted regions. */
-static void workload(rh_heap *h, rh_mutator *m)
+static void workload(rh_mutator *m, rh_type_id node, rh_type_id blob)
 {
-	(void)h;
-	void *slots[2] = {0};
+	void *head = NULL;
 	rh_frame f;
-	rh_push_frame(m, &f, slots, 2);
-	for (int i = 0; i < 24000; i++) {
-		struct node *x = rh_alloc(m, 1);
-		if (!x)
-			break;
-		slots[1] = x;
-		uint8_t *b = rh_alloc_array(m, 2, 1000);
-		x = slots[1];
-		if (!b)
-			break;
-		memset(b + 16, i, 1000);
-		rh_write_ref(m, (void **)&x->blob, b);
-		rh_write_ref(m, (void **)&x->next, slots[0]);
-		slots[0] = x;
-		/* Garbage between the survivors, so collections have work. */
-		if (i % 4 == 0)
-			rh_alloc_array(m, 2, 4000);
-	}
-	slots[1] = NULL;
+	rh_push_frame(m, &f, &head, 1);
+	/* Garbage between the survivors, so collections have work. */
+	ops_keep_list(m, node, blob, &head, 24000, 4, 4000);
 	rh_pop_frame(m, &f);
 }
 
@@ -141,18 +118,10 @@ int main(int argc, char **argv)
 			usleep(100000);
 	CHECK(h != NULL, "open the heap: %s", h ? "" : err.msg);
 	if (h) {
-		static const uint32_t offs[] = {8, 16};
-		rh_type_desc nd = {.name = "node",
-		                   .layout = RH_LAYOUT_FIXED,
-		                   .size = 24,
-		                   .ptr_offsets = offs,
-		                   .n_ptrs = 2};
-		rh_type_desc bd = {
-		        .name = "blob", .layout = RH_LAYOUT_BYTE_ARRAY, .size = 16, .elem_size = 1};
-		rh_type_register(h, &nd, &err);
-		rh_type_register(h, &bd, &err);
+		rh_type_id node, blob;
+		ops_node_types(h, &node, &blob, &err);
 		rh_mutator *m = rh_mutator_attach(h, &err);
-		workload(h, m);
+		workload(m, node, blob);
 		/* Tracers mark concurrently: give them a few collections and
 		 * seconds (status files are rewritten each second). */
 		double t0 = ops_now();
