@@ -318,6 +318,65 @@ static void keep_dense(rh_heap *h, const uint64_t *live)
 	rh_barrier_discard(h); /* rset.D1 */
 }
 
+static int by_live(const void *a, const void *b)
+{
+	uint64_t x = ((const uint64_t *)a)[0], y = ((const uint64_t *)b)[0];
+	return (x > y) - (x < y);
+}
+
+/* The bytes region r is expected to keep: this marking's count where
+ * there is one, else its last known count; eden and survivors, never
+ * counted, by the measured survival rate. */
+static uint64_t expected_live(const rh_heap *h, const rh_region *r, const uint64_t *live)
+{
+	uint64_t used = r->top - r->start;
+	if (live)
+		return live[r->index];
+	if (r->live_known && r->kind == RH_REGION_OLD)
+		return r->live_bytes;
+	double s = h->sz.survival > 0 ? h->sz.survival : 1.0;
+	return (uint64_t)((double)used * (s < 1.0 ? s : 1.0));
+}
+
+/* full.R1: a full collection moves no more than the free regions hold.
+ * Copying that runs out of room keeps the rest in place, but it copies in
+ * traversal order, which leaves every region partly copied and none empty:
+ * a heap short of room gained nothing, however much was dead (a list with
+ * 3 nodes in 4 dropped kept a 64 MiB heap exhausted with 24 MiB live).
+ * When the live bytes expected to move exceed the room, old regions are
+ * kept in place from the most live down until the rest fit; eden and
+ * survivor regions always move (they are mostly garbage). Room is counted
+ * at 7/8: an object never spans destination regions, so their tails go
+ * unused. */
+static void keep_beyond_room(rh_heap *h, const uint64_t *live)
+{
+	uint64_t room = (uint64_t)h->n_free * h->region_size / 8 * 7, moving = 0;
+	uint64_t(*old)[2] = malloc(h->n_regions * sizeof *old);
+	size_t n_old = 0;
+	if (!old)
+		rh_panic("collector: out of memory");
+	for (uint32_t i = 0; i < h->n_regions; i++) {
+		rh_region *r = &h->regions[i];
+		if (!h->in_cset[i] || r->retain || r->kind == RH_REGION_FREE ||
+		    r->kind == RH_REGION_HUMONGOUS || r->kind == RH_REGION_HUMONGOUS_CONT)
+			continue;
+		uint64_t l = expected_live(h, r, live);
+		moving += l;
+		if (r->kind == RH_REGION_OLD && (live || r->live_known)) {
+			old[n_old][0] = l;
+			old[n_old++][1] = i;
+		}
+	}
+	if (moving > room) {
+		qsort(old, n_old, sizeof *old, by_live);
+		for (size_t k = n_old; k-- > 0 && moving > room;) {
+			h->regions[old[k][1]].retain = 1;
+			moving -= old[k][0];
+		}
+	}
+	free(old);
+}
+
 static void mark_copy_fix(rh_gc *g)
 {
 	rh_heap *h = g->h;
@@ -326,8 +385,10 @@ static void mark_copy_fix(rh_gc *g)
 		rh_panic("collector: corrupt object met while marking (see above)");
 	rh_emit(h, g->kind, RH_PHASE_MARK, 0);
 
-	if (g->kind == RH_GC_FULL)
+	if (g->kind == RH_GC_FULL) {
 		keep_dense(h, g->live);
+		keep_beyond_room(h, g->live);
+	}
 
 	rh_emit(h, g->kind, RH_PHASE_EVACUATE, 1);
 	rh_evac_ordered(g);
@@ -390,8 +451,10 @@ static void collect(rh_heap *h, rh_gc_kind kind)
 	for (unsigned k = 0; k < RH_COPY_THREADS_MAX; k++)
 		if (h->dest_region[k] && h->in_cset[h->dest_region[k] - 1])
 			h->dest_region[k] = 0;
-	if (g.one_pass && kind == RH_GC_FULL)
+	if (g.one_pass && kind == RH_GC_FULL) {
 		keep_dense(h, NULL); /* before any field is re-recorded */
+		keep_beyond_room(h, NULL);
+	}
 	if (g.one_pass)
 		for (uint32_t i = 0; i < h->n_regions; i++)
 			if (h->in_cset[i] && h->regions[i].retain)
@@ -505,6 +568,26 @@ static void compact_on_cpu(rh_heap *h, rh_gctrace *trace)
 	h->cssc.full_on_cpu = false;
 }
 
+/* cssc.E2: the CPU server's compaction pays only where it can lift the
+ * heap out of its shortage: the free regions and the dead bytes of the
+ * regions it would move (as the tracers' marking just counted them) reach
+ * gc.full_threshold. A heap that is short of room because its data is
+ * live would otherwise pay a compaction at every pause and gain nothing
+ * (heapfull-shm filling its heap: 200 ms pauses every half MiB); its
+ * allocation that fails still runs one before NULL (alloc.c). */
+static bool compaction_pays(const rh_heap *h)
+{
+	uint64_t dead = 0;
+	for (uint32_t i = 0; i < h->n_regions; i++) {
+		const rh_region *r = &h->regions[i];
+		uint64_t used = r->top - r->start;
+		if (r->kind == RH_REGION_OLD && r->live_known && r->live_bytes * 100 < used * 85)
+			dead += used - r->live_bytes;
+	}
+	return (double)h->n_free * (double)h->region_size + (double)dead * 7 / 8 >=
+	       (double)h->n_regions * (double)h->region_size * h->cfg.full_threshold;
+}
+
 static void collect_stopped(rh_heap *h, rh_gc_kind kind, uint64_t t_start, rh_gctrace *trace)
 {
 	if (kind == RH_GC_PARTIAL && rh_sizing_full_foreseen(h))
@@ -534,7 +617,7 @@ static void collect_stopped(rh_heap *h, rh_gc_kind kind, uint64_t t_start, rh_gc
 		 * starts a cycle where it would have had a full collection. */
 		rh_cmark_maybe_start(h, h->sz.full_due || rh_sizing_mark_due(h));
 	}
-	if (rh_cssc_full_by_tracers(h, kind) && short_of_room(h))
+	if (rh_cssc_full_by_tracers(h, kind) && short_of_room(h) && compaction_pays(h))
 		compact_on_cpu(h, trace);
 	rh_cmark_pause_end(h);
 	rh_barrier_hand_over(h); /* rset.D1 */

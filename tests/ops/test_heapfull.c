@@ -2,7 +2,9 @@
  * must get NULL with rh_last_error() = RH_ENOMEM after a full collection,
  * with its data intact and the heap usable again once it lets go; never a
  * crash, a hang or the fatal path. Small objects (TLAB refills), medium
- * ones and a humongous one, on a local heap and on a disaggregated one.
+ * ones and a humongous one, on a local heap and on a disaggregated one;
+ * first a fragmented heap that only a full collection within its free
+ * room makes usable again (full.R1).
  *
  * usage: test-heapfull TRACERD local|shm|tcp [heap MiB, default 64]
  */
@@ -147,6 +149,66 @@ static void exhaust(rh_heap *h, rh_mutator *m, const char *what, size_t blob_len
 	rh_pop_frame(m, &f);
 }
 
+/* full.R1: live data scattered over most regions (a list over 70 % of the
+ * heap, 3 nodes in 4 dropped: a sixth of the heap stays live in every
+ * region), then a quarter of the heap asked for in 64 KiB arrays. Only a
+ * full collection makes room, and it must make progress with few free
+ * regions left: one that copies in traversal order until the free regions
+ * run out empties no region. On a disaggregated heap the tracers' full
+ * marking frees nothing here, so the CPU server's compaction must follow
+ * (cssc.E1). The slots are cleared before the frame goes: inlined into
+ * run(), the array would outlive it, and conservative stack scanning
+ * would keep the lists. */
+static void fragmented(rh_mutator *m, const char *where)
+{
+	void *slots[3] = {0};
+	rh_frame f;
+	rh_push_frame(m, &f, slots, 3);
+	uint64_t n = ((uint64_t)heap_mib << 20) * 7 / 10 / sizeof(struct node), built = 0;
+	for (; built < n; built++) {
+		struct node *x = rh_alloc(m, NODE);
+		if (!x)
+			break;
+		x->id = built;
+		x->chk = mix(built);
+		rh_write_ref(m, (void **)&x->next, slots[0]);
+		slots[0] = x;
+	}
+	CHECK(built == n, "%s, fragmented: %llu nodes built (%s)", where, (unsigned long long)n,
+	      built == n ? "" : rh_last_error()->msg);
+	uint64_t kept = 0;
+	for (struct node *x = slots[0]; x; x = x->next, kept++) {
+		struct node *y = x;
+		for (int k = 0; k < 3 && y; k++)
+			y = y->next;
+		rh_write_ref(m, (void **)&x->next, y ? y->next : NULL);
+	}
+	size_t want = ((size_t)heap_mib << 20) / 4, got = 0, chunk = 64 << 10;
+	while (got < want) {
+		struct node *x = rh_alloc(m, NODE);
+		slots[2] = x;
+		uint8_t *b = x ? rh_alloc_array(m, BLOB, chunk) : NULL;
+		if (!b)
+			break;
+		x = slots[2];
+		rh_write_ref(m, (void **)&x->blob, b);
+		rh_write_ref(m, (void **)&x->next, slots[1]);
+		slots[1] = x;
+		got += chunk;
+	}
+	CHECK(got >= want,
+	      "%s, fragmented: %zu of %zu MiB in 64 KiB arrays after dropping 3 nodes "
+	      "in 4 (%s)",
+	      where, got >> 20, want >> 20, got >= want ? "" : rh_last_error()->msg);
+	uint64_t seen = 0, ok = 1;
+	for (struct node *x = slots[0]; x; x = x->next, seen++)
+		ok &= x->chk == mix(x->id) && x->id % 4 == (n - 1) % 4;
+	CHECK(seen == kept && ok, "%s, fragmented: the %llu nodes kept are intact (%llu)", where,
+	      (unsigned long long)kept, (unsigned long long)seen);
+	slots[0] = slots[1] = slots[2] = NULL;
+	rh_pop_frame(m, &f);
+}
+
 static void run(rh_heap *h, const char *where)
 {
 	rh_error err;
@@ -166,6 +228,7 @@ static void run(rh_heap *h, const char *where)
 	CHECK(m != NULL, "%s: attach: %s", where, m ? "" : err.msg);
 	if (!m)
 		return;
+	fragmented(m, where);
 	char what[64];
 	snprintf(what, sizeof what, "%s, small objects", where);
 	exhaust(h, m, what, 0);
