@@ -47,7 +47,7 @@ if [ -n "$keep" ]; then
 else
 	dir=$(mktemp -d /tmp/rheap-demo-XXXXXX)
 	trap 'rm -rf "$dir"' EXIT
-	trap 'exit 130' INT TERM HUP
+	trap 'exit 130' INT TERM HUP PIPE
 fi
 (umask 077 && head -c 32 /dev/urandom | base64 >"$dir/secret")
 printf '{"heap": {"size": "%sMiB"}}\n' "$heap" >"$dir/local.json"

@@ -3,7 +3,7 @@
 # 25, item 4). Installs this build tree with
 # `meson install --destdir` into a temporary directory and, with
 # LD_LIBRARY_PATH unset, runs the installed rheapctl, rheap-tracerd and
-# rhscheme, builds examples/minimal.c the way docs/embedding.md says (cc
+# rhscheme (alone and under the installed `rheapctl run`), builds examples/minimal.c the way docs/embedding.md says (cc
 # with `pkg-config --cflags --libs rheap`, PKG_CONFIG_PATH at the installed
 # .pc) and runs it; each must load librheap from the installed libdir, not
 # from the build tree or another install. Also checks that the man pages
@@ -24,7 +24,8 @@ bad() { failed=$((failed + 1)); echo "FAILED: $*"; }
 under() { case $1 in /*) echo "$1" ;; *) echo "$prefix/$1" ;; esac; }
 
 tmp=$(mktemp -d /tmp/rheap-install-XXXXXX) || exit 1
-trap 'rm -rf "$tmp"' EXIT INT TERM HUP
+trap 'rm -rf "$tmp"' EXIT
+trap 'exit 1' INT TERM HUP PIPE
 dest=$tmp/dest
 root=$dest$prefix
 bin=$dest$(under "$bindir")
@@ -74,6 +75,17 @@ printf '%s\n' "(define (iota n) (let loop ((i n) (l '()))" \
 if [ -x "$bin/rhscheme" ]; then
 	out=$("$bin/rhscheme" "$tmp/sum.scm" 2>&1)
 	[ "$out" = 500500 ] && ok "rhscheme sum.scm: $out" || bad "rhscheme sum.scm said: $out"
+fi
+# The same on a disaggregated heap, all from the install: rheapctl must
+# find the rheap-tracerd beside it (no RHEAP_TRACERD, none on PATH).
+if [ -x "$bin/rheapctl" ] && [ -x "$bin/rhscheme" ]; then
+	out=$(env -u RHEAP_TRACERD PATH=/usr/bin:/bin "$bin/rheapctl" run --state-dir "$tmp/state" \
+		-- "$bin/rhscheme" "$tmp/sum.scm" 2>"$tmp/run.err")
+	if [ "$out" = 500500 ]; then
+		ok "rheapctl run -- rhscheme sum.scm on the installed tracers: $out"
+	else
+		bad "rheapctl run -- rhscheme sum.scm said: $out $(cat "$tmp/run.err")"
+	fi
 fi
 
 # An embedder built as docs/embedding.md says, against the installed .pc.

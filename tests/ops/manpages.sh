@@ -8,7 +8,8 @@
 set -u
 command -v groff >/dev/null 2>&1 || { echo "manpages: no groff (apt-get install groff-base)"; exit 77; }
 tmp=$(mktemp -d /tmp/rheap-man-XXXXXX) || exit 1
-trap 'rm -rf "$tmp"' EXIT INT TERM HUP
+trap 'rm -rf "$tmp"' EXIT
+trap 'exit 1' INT TERM HUP PIPE
 
 passed=0 failed=0
 ok() { passed=$((passed + 1)); echo "ok: $*"; }

@@ -11,7 +11,8 @@ set -u
 unit=$1 bindir=$2 tracerd=$3
 command -v systemd-analyze >/dev/null 2>&1 || { echo "unit: no systemd-analyze"; exit 77; }
 tmp=$(mktemp -d /tmp/rheap-unit-XXXXXX) || exit 1
-trap 'rm -rf "$tmp"' EXIT INT TERM HUP
+trap 'rm -rf "$tmp"' EXIT
+trap 'exit 1' INT TERM HUP PIPE
 
 grep -q "^ExecStart=$bindir/rheap-tracerd " "$unit" || {
 	echo "FAILED: $unit: ExecStart does not run $bindir/rheap-tracerd"
