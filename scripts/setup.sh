@@ -15,6 +15,7 @@ PKGS=(
   openjdk-17-jdk-headless  # the JVM: benchmarks/run-jvm-compare's target only, never linked into or needed by rheap
   libclang-rt-14-dev  # sanitizer and libFuzzer runtimes for clang builds
   iproute2            # ip netns / veth: the multi-host fault tests (tests/netns)
+  groff-base          # renders the man pages (man(1) and the manpages test)
 )
 missing=()
 for p in "${PKGS[@]}"; do
