@@ -28,7 +28,9 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 if [ -d build ]; then
-  meson setup --reconfigure build "$@"
+  # Default options apply only to a new build directory: an older one
+  # gets the relocatable rheap.pc (meson.build says why) here.
+  meson setup --reconfigure build -Dpkgconfig.relocatable=true "$@"
 else
   meson setup build "$@"
 fi
