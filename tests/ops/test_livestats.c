@@ -1,0 +1,123 @@
+/* Live stats (docs/operations.md, "Live stats"): a program running on a
+ * heap shows up in `rheapctl stats` with a collection count that grows,
+ * `--json` of stats and status parses, and the file is gone once the heap
+ * is closed. This process is the program; rheapctl reads it from outside.
+ *
+ *   test-livestats RHEAPCTL */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tests/ops/ops.h"
+
+static const char *ctl;
+static char dir[64];
+
+/* `rheapctl CMD --state-dir DIR ARGS`: its exit status, stdout in out[]. */
+static int run(const char *cmd0, const char *args, char *out, size_t n)
+{
+	char cmd[512];
+	snprintf(cmd, sizeof cmd, "%s %s --state-dir %s %s", ctl, cmd0, dir, args);
+	FILE *p = popen(cmd, "r");
+	if (!p)
+		return -1;
+	size_t len = fread(out, 1, n - 1, p);
+	out[len] = 0;
+	int st = pclose(p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* This process's collections as `rheapctl stats --json PID` reads them,
+ * or -1. */
+static long long collections_seen(void)
+{
+	static char out[1 << 16];
+	char args[64];
+	snprintf(args, sizeof args, "--json %d", (int)getpid());
+	if (run("stats", args, out, sizeof out) != 0)
+		return -1;
+	json_t *a = json_loads(out, 0, NULL);
+	long long c = -1;
+	if (json_array_size(a) == 1)
+		c = json_integer_value(
+		        json_object_get(json_object_get(json_array_get(a, 0), "stats"), "collections"));
+	json_decref(a);
+	return c;
+}
+
+/* Partial collections over a list kept live, with the mutator running
+ * between them for more than the 100 ms interval. */
+static void work(rh_mutator *m, rh_type_id node, rh_type_id blob, void **head)
+{
+	for (int i = 0; i < 3; i++) {
+		ops_keep_list(m, node, blob, head, 200, 10, 20000);
+		rh_collect(m, 0);
+		usleep(120000);
+	}
+	rh_collect(m, 0);
+}
+
+int main(int argc, char **argv)
+{
+	REQUIRE(argc == 2, "usage: test-livestats RHEAPCTL");
+	ctl = argv[1];
+	snprintf(dir, sizeof dir, "/tmp/rheap-livestats.XXXXXX");
+	REQUIRE(mkdtemp(dir), "mkdtemp");
+	setenv("RHEAP_STATE_DIR", dir, 1);
+	unsetenv("RHEAP_LIVE_STATS");
+	unsetenv("RHEAP_CONFIG");
+
+	rh_config cfg;
+	rh_config_default(&cfg);
+	cfg.heap_size = 32ull << 20;
+	rh_error err;
+	rh_heap *h = rh_heap_open(&cfg, &err);
+	REQUIRE(h, "heap: %s", err.msg);
+	rh_type_id node, blob;
+	REQUIRE(ops_node_types(h, &node, &blob, &err) == RH_OK, "types: %s", err.msg);
+	rh_mutator *m = rh_mutator_attach(h, &err);
+	REQUIRE(m, "attach: %s", err.msg);
+	void *head = NULL;
+	rh_frame f;
+	rh_push_frame(m, &f, &head, 1);
+
+	work(m, node, blob, &head);
+	long long c1 = collections_seen();
+	CHECK(c1 >= 1, "rheapctl stats --json PID: %lld collections after 4", c1);
+	work(m, node, blob, &head);
+	long long c2 = collections_seen();
+	CHECK(c2 > c1, "the collection count grows: %lld, then %lld", c1, c2);
+
+	static char out[1 << 16];
+	char pid[32];
+	snprintf(pid, sizeof pid, "\n%-8d ", (int)getpid());
+	CHECK(run("stats", "", out, sizeof out) == 0 && strstr(out, pid),
+	      "the table lists this process:\n%s", out);
+	CHECK(run("stats", "--json | python3 -c 'import json,sys; json.load(sys.stdin)'", out,
+	          sizeof out) == 0,
+	      "stats --json parses");
+	/* No cluster in this state dir: exit 3, and still JSON. */
+	CHECK(run("status", "--json | python3 -c 'import json,sys; "
+	          "d = json.load(sys.stdin); assert d[\"up\"] is False'",
+	          out, sizeof out) == 0,
+	      "status --json parses");
+
+	rh_pop_frame(m, &f);
+	rh_mutator_detach(m);
+	rh_heap_close(h);
+	char name[64];
+	snprintf(name, sizeof name, "--json %d", (int)getpid());
+	CHECK(run("stats", name, out, sizeof out) == 3, "no stats after rh_heap_close: %s", out);
+	char path[160];
+	snprintf(path, sizeof path, "%s/stats-%d-1.json", dir, (int)getpid());
+	struct stat st;
+	CHECK(stat(path, &st) != 0, "%s is gone", path);
+	/* What is left: nothing of ours (the stats file, its temporary). */
+	snprintf(path, sizeof path, "rm -f %s/.*.tmp; rmdir %s", dir, dir);
+	CHECK(system(path) == 0, "the state dir is empty after the heap closed");
+	return check_done();
+}
