@@ -76,8 +76,8 @@ static void write_now(rh_heap *h)
 	int len = asprintf(&doc,
 	                   "{\"pid\":%d,\"program\":\"%s\",\"written_ms\":%llu,"
 	                   "\"n_servers\":%zu,\"cache_fraction\":%.3f,\"stats\":%s}\n",
-	                   (int)getpid(), prog, (unsigned long long)realtime_ms(),
-	                   h->cfg.n_servers, h->cfg.cache_fraction, stats);
+	                   (int)getpid(), prog, (unsigned long long)realtime_ms(), h->cfg.n_servers,
+	                   h->cfg.cache_fraction, stats);
 	free(stats);
 	if (len < 0)
 		return;

@@ -9,10 +9,10 @@
 struct rh_heap;
 
 typedef struct rh_livestats {
-	int dfd;               /* the state directory; -1: off */
-	char name[48];         /* stats-PID-N.json */
-	uint64_t interval_ns;  /* at most one write per interval (operations.L1) */
-	uint64_t last_ns;      /* the last write (atomic: threads that collect race on it) */
+	int dfd;              /* the state directory; -1: off */
+	char name[48];        /* stats-PID-N.json */
+	uint64_t interval_ns; /* at most one write per interval (operations.L1) */
+	uint64_t last_ns;     /* the last write (atomic: threads that collect race on it) */
 } rh_livestats;
 
 /* At rh_heap_open, once the heap works: the state directory (RHEAP_STATE_DIR

@@ -18,8 +18,8 @@
 static pid_t pid_of(const char *name)
 {
 	int pid, n, len = 0;
-	if (sscanf(name, "stats-%d-%d.json%n", &pid, &n, &len) != 2 || len == 0 ||
-	    name[len] != 0 || pid <= 0)
+	if (sscanf(name, "stats-%d-%d.json%n", &pid, &n, &len) != 2 || len == 0 || name[len] != 0 ||
+	    pid <= 0)
 		return 0;
 	return (pid_t)pid;
 }
@@ -44,7 +44,7 @@ static void print_row(json_t *doc)
 #define F(name) ((unsigned long long)json_integer_value(json_object_get(s, name)))
 	unsigned long long used = (F("regions_total") - F("regions_free")) * F("region_size");
 	long long age = (long long)(now_ms() - (uint64_t)json_integer_value(
-	                                              json_object_get(doc, "written_ms")));
+	                                               json_object_get(doc, "written_ms")));
 	char mem[64] = "-";
 	if (json_integer_value(json_object_get(doc, "n_servers")))
 		snprintf(mem, sizeof mem, "%llu %.0f/%.0f", F("faults"), MIB(F("bytes_fetched")),

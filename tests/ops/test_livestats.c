@@ -43,8 +43,8 @@ static long long collections_seen(void)
 	json_t *a = json_loads(out, 0, NULL);
 	long long c = -1;
 	if (json_array_size(a) == 1)
-		c = json_integer_value(
-		        json_object_get(json_object_get(json_array_get(a, 0), "stats"), "collections"));
+		c = json_integer_value(json_object_get(
+		        json_object_get(json_array_get(a, 0), "stats"), "collections"));
 	json_decref(a);
 	return c;
 }
@@ -101,7 +101,8 @@ int main(int argc, char **argv)
 	          sizeof out) == 0,
 	      "stats --json parses");
 	/* No cluster in this state dir: exit 3, and still JSON. */
-	CHECK(run("status", "--json | python3 -c 'import json,sys; "
+	CHECK(run("status",
+	          "--json | python3 -c 'import json,sys; "
 	          "d = json.load(sys.stdin); assert d[\"up\"] is False'",
 	          out, sizeof out) == 0,
 	      "status --json parses");
