@@ -2,6 +2,7 @@
 #include "livestats.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <errno.h>
 #include <jansson.h>
 #include <signal.h>
@@ -72,8 +73,13 @@ int rh_ctl_stats(int dfd, const char *dir, pid_t pid, bool json)
 	struct dirent *de;
 	while ((de = readdir(d))) {
 		pid_t p = pid_of(de->d_name);
-		if (!p || (pid > 0 && p != pid) || !alive(p))
+		if (!p || (pid > 0 && p != pid))
 			continue;
+		if (!alive(p)) {
+			/* Killed before rh_heap_close: its file would only mislead. */
+			unlinkat(dfd, de->d_name, 0);
+			continue;
+		}
 		char text[65536];
 		/* security.S2: a regular file of this user, read through the
 		 * directory's descriptor. */

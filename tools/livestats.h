@@ -8,7 +8,8 @@
 
 /* Every running heap's stats, or only pid's (pid > 0): a table, or with
  * json a JSON array of the files' objects. Files of processes that have
- * exited are skipped. 0; 3 when pid was asked for and has no file. */
+ * exited (killed before rh_heap_close) are removed. 0; 3 when pid was
+ * asked for and has no file. */
 int rh_ctl_stats(int dfd, const char *dir, pid_t pid, bool json);
 
 #endif

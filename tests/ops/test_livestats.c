@@ -5,6 +5,7 @@
  *
  *   test-livestats RHEAPCTL */
 #include <jansson.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,6 +76,27 @@ int main(int argc, char **argv)
 	rh_config_default(&cfg);
 	cfg.heap_size = 32ull << 20;
 	rh_error err;
+	static char out[1 << 16];
+	char path[160];
+	struct stat st;
+
+	/* A program killed before rh_heap_close leaves its file, which the
+	 * next `rheapctl stats` removes. Forked before this process has
+	 * threads. */
+	pid_t child = fork();
+	if (child == 0) {
+		if (rh_heap_open(&cfg, &err))
+			kill(getpid(), SIGKILL);
+		_exit(1);
+	}
+	int status;
+	REQUIRE(child > 0 && waitpid(child, &status, 0) == child, "fork");
+	CHECK(WIFSIGNALED(status), "the child opened its heap and was killed");
+	snprintf(path, sizeof path, "%s/stats-%d-1.json", dir, (int)child);
+	CHECK(stat(path, &st) == 0, "a killed program's file stays: %s", path);
+	CHECK(run("stats", "", out, sizeof out) == 0 && stat(path, &st) != 0,
+	      "rheapctl stats removes a dead process's file: %s", out);
+
 	rh_heap *h = rh_heap_open(&cfg, &err);
 	REQUIRE(h, "heap: %s", err.msg);
 	rh_type_id node, blob;
@@ -92,7 +114,6 @@ int main(int argc, char **argv)
 	long long c2 = collections_seen();
 	CHECK(c2 > c1, "the collection count grows: %lld, then %lld", c1, c2);
 
-	static char out[1 << 16];
 	char pid[32];
 	snprintf(pid, sizeof pid, "\n%-8d ", (int)getpid());
 	CHECK(run("stats", "", out, sizeof out) == 0 && strstr(out, pid),
@@ -113,9 +134,7 @@ int main(int argc, char **argv)
 	char name[64];
 	snprintf(name, sizeof name, "--json %d", (int)getpid());
 	CHECK(run("stats", name, out, sizeof out) == 3, "no stats after rh_heap_close: %s", out);
-	char path[160];
 	snprintf(path, sizeof path, "%s/stats-%d-1.json", dir, (int)getpid());
-	struct stat st;
 	CHECK(stat(path, &st) != 0, "%s is gone", path);
 	/* What is left: nothing of ours (the stats file, its temporary). */
 	snprintf(path, sizeof path, "rm -f %s/.*.tmp; rmdir %s", dir, dir);
