@@ -78,14 +78,37 @@ def save(fig, out, name, made):
 
 def time_breakdown(doc, out, made):
     """Grouped bars: per workload, e2e of each mode / e2e of local (medians
-    over repeats, whiskers min-max), the GC share of each bar hatched."""
+    over repeats, whiskers min-max), the GC share of each bar hatched. Rows
+    of at most about 24 bars, so that a full matrix stays readable."""
     ws = [w for w in workloads_of(doc) if any(finished(r) for r in runs_of(doc, w, "local"))]
     modes = [m for m in modes_of(doc) if m != "local"]
     if not ws or not modes:
         return
-    fig, ax = plt.subplots(figsize=(max(7.5, 2.4 + len(ws) * (0.35 + 0.22 * len(modes))), 4.6))
+    per_row = max(1, min(len(ws), 24 // len(modes)))
+    rows = [ws[i:i + per_row] for i in range(0, len(ws), per_row)]
+    fig, axes = plt.subplots(len(rows), 1, figsize=(11, 0.6 + 3.0 * len(rows)), squeeze=False)
+    state = {"failed": False}
+    for row, ax in zip(rows, axes[:, 0]):
+        bars_row(doc, row, modes, ax, state, per_row)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("e2e / all-local")
+    n = max((len(runs_of(doc, w, m)) for w in ws for m in modes), default=1)
+    fig.suptitle("Slowdown against the all-local heap, per workload and mode" +
+                 (" (median of %d, whiskers min-max)" % n if n > 1 else ""))
+    handles = [Patch(color=colour(m), label=m) for m in modes]
+    handles.append(Patch(facecolor="white", edgecolor="black", hatch="///", label="GC pauses"))
+    handles.append(Line2D([], [], color="black", linestyle="--", linewidth=0.8, label="local = 1"))
+    if state["failed"]:
+        handles.append(Line2D([], [], color="#d62728", marker="x", linestyle="none", mew=2,
+                              label="run failed"))
+    fig.legend(handles=handles, fontsize=8, loc="center right", frameon=False)
+    fig.tight_layout(rect=(0, 0, 0.87, 1))
+    save(fig, out, "time-breakdown", made)
+
+
+def bars_row(doc, ws, modes, ax, state, slots):
     width = 0.8 / len(modes)
-    failed_any = clipped_any = False
+    clipped = False
     for wi, w in enumerate(ws):
         local = statistics.median(r["e2e_ns"] for r in runs_of(doc, w, "local") if finished(r))
         for mi, mode in enumerate(modes):
@@ -95,8 +118,8 @@ def time_breakdown(doc, out, made):
             if not good:
                 if rs and not all(r.get("skipped") for r in rs):
                     # Only where a run was made and did not finish.
-                    ax.plot(x, 0.05, marker="x", color="#d62728", markersize=7, mew=2)
-                    failed_any = True
+                    ax.plot(x, 0.08, marker="x", color="#d62728", markersize=6, mew=2)
+                    state["failed"] = True
                 continue
             e2e = [r["e2e_ns"] / local for r in good]
             med = statistics.median(e2e)
@@ -109,30 +132,16 @@ def time_breakdown(doc, out, made):
                 ax.errorbar(x, h, yerr=[[h - min(e2e)], [max(0, min(max(e2e), CLIP) - h)]],
                             fmt="none", ecolor="black", elinewidth=0.8, capsize=2)
             if med > CLIP:
-                clipped_any = True
-                ax.text(x, CLIP * 0.98, "%.1fx" % med, ha="center", va="top", fontsize=7,
+                clipped = True
+                ax.text(x, CLIP * 0.98, "%.1fx" % med, ha="center", va="top", fontsize=6.5,
                         rotation=90, color="black", fontweight="bold",
                         bbox=dict(facecolor="white", edgecolor="none", pad=1, alpha=0.8))
     ax.axhline(1.0, color="black", linestyle="--", linewidth=0.8)
     ax.set_xticks(range(len(ws)))
     ax.set_xticklabels(ws)
-    ax.set_xlim(-0.6, len(ws) - 0.4)
-    ax.set_ylim(0, CLIP if clipped_any else None)
-    ax.set_ylabel("end-to-end time / all-local")
-    n = max((len(runs_of(doc, w, m)) for w in ws for m in modes), default=1)
-    ax.set_title("Slowdown against the all-local heap, per mode" +
-                 (" (median of %d, whiskers min-max)" % n if n > 1 else ""))
-    handles = [Patch(color=colour(m), label=m) for m in modes]
-    handles.append(Patch(facecolor="white", edgecolor="black", hatch="///", label="GC pauses"))
-    handles.append(Line2D([], [], color="black", linestyle="--", linewidth=0.8, label="local = 1"))
-    if failed_any:
-        handles.append(Line2D([], [], color="#d62728", marker="x", linestyle="none", mew=2,
-                              label="run failed"))
-    ax.legend(handles=handles, fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5),
-              frameon=False)
+    ax.set_xlim(-0.6, slots - 0.4)  # every row on the same scale
+    ax.set_ylim(0, CLIP if clipped else None)
     ax.grid(axis="y", alpha=0.3)
-    fig.tight_layout()
-    save(fig, out, "time-breakdown", made)
 
 
 def grid(n):
@@ -188,7 +197,8 @@ def pause_cdf(doc, out, made):
     else:
         fig.legend(handles=handles, loc="lower center", ncol=min(len(handles), 6),
                    fontsize=8, frameon=False)
-        fig.tight_layout(rect=(0, 0.07 if len(handles) <= 6 else 0.11, 1, 1))
+        lines = (len(handles) + 5) // 6  # the legend's rows, about 0.22 in each
+        fig.tight_layout(rect=(0, (0.1 + 0.22 * lines) / fig.get_figheight(), 1, 1))
     save(fig, out, "pause-cdf", made)
 
 
@@ -233,7 +243,7 @@ def pause_timeline(doc, w, out, made):
 
 
 def faults_over_time(doc, w, out, made):
-    handles = []
+    handles, none = [], []
     fig, ax = plt.subplots(figsize=(7.5, 3.8))
     top = 0
     for mode in modes_of(doc):
@@ -241,6 +251,9 @@ def faults_over_time(doc, w, out, made):
         if not rs:
             continue
         s = rs[0]["samples"]
+        if not any(s["faults"]) and not any(s["readahead_pages"]):
+            none.append(mode)  # nothing to draw: named in the legend's text, not as a line
+            continue
         t = [x / 1e3 for x in s["t_ms"]]
         # Log scale: a count of 0 is not drawn (masked), the curve starts
         # at the first fault.
@@ -256,6 +269,8 @@ def faults_over_time(doc, w, out, made):
     handles.append(Line2D([], [], color="black", linewidth=1.6, label="on-demand faults"))
     handles.append(Line2D([], [], color="black", linewidth=1.0, linestyle=":",
                           label="readahead pages"))
+    if none:
+        handles.append(Line2D([], [], linestyle="none", label="no faults: " + ", ".join(none)))
     ax.set_yscale("log")
     ax.set_xlabel("time since the start (s)")
     ax.set_ylabel("cumulative count (log scale)")
