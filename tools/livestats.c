@@ -46,16 +46,16 @@ static void print_row(json_t *doc)
 	unsigned long long used = (F("regions_total") - F("regions_free")) * F("region_size");
 	long long age = (long long)(now_ms() - (uint64_t)json_integer_value(
 	                                               json_object_get(doc, "written_ms")));
+	const char *prog = json_string_value(json_object_get(doc, "program"));
 	char mem[64] = "-";
 	if (json_integer_value(json_object_get(doc, "n_servers")))
 		snprintf(mem, sizeof mem, "%llu %.0f/%.0f", F("faults"), MIB(F("bytes_fetched")),
 		         MIB(F("bytes_evicted")));
 	printf("%-8lld %-16s %8.0f %8.0f %7llu %5llu %8.2f %8.1f %8.1f %20s %8.1f\n",
-	       (long long)json_integer_value(json_object_get(doc, "pid")),
-	       json_string_value(json_object_get(doc, "program")) ?: "?", MIB(F("heap_size")),
-	       MIB(used), F("collections"), F("full_collections"), (double)F("gc_ns") / 1e9,
-	       (double)F("p99_pause_ns") / 1e6, (double)F("max_pause_ns") / 1e6, mem,
-	       (double)age / 1e3);
+	       (long long)json_integer_value(json_object_get(doc, "pid")), prog ? prog : "?",
+	       MIB(F("heap_size")), MIB(used), F("collections"), F("full_collections"),
+	       (double)F("gc_ns") / 1e9, (double)F("p99_pause_ns") / 1e6,
+	       (double)F("max_pause_ns") / 1e6, mem, (double)age / 1e3);
 #undef F
 }
 
