@@ -64,12 +64,19 @@ static void program_name(char *out, size_t n)
 	fclose(f);
 }
 
-static void write_now(rh_heap *h)
+/* Writes the file; returns the earliest time of the next write. */
+static uint64_t write_now(rh_heap *h)
 {
 	rh_livestats *ls = &h->live;
+	uint64_t t0 = rh_now_ns();
+	/* operations.L1: at most 1 % of the time in writes. rh_stats_json
+	 * sorts every pause for its percentiles, so a write grows with the
+	 * run: the next one waits 100 times as long as this one took if that
+	 * is longer than the interval. */
+	uint64_t next = t0 + ls->interval_ns;
 	char *stats = rh_stats_json(h);
 	if (!stats)
-		return;
+		return next;
 	char prog[32];
 	program_name(prog, sizeof prog);
 	char *doc = NULL;
@@ -80,12 +87,14 @@ static void write_now(rh_heap *h)
 	                   h->cfg.cache_fraction, stats);
 	free(stats);
 	if (len < 0)
-		return;
+		return next;
 	/* security.S2: a fresh temporary renamed over the file; a reader sees
 	 * the old file or the new one, never half of one. */
 	if (rh_state_write(ls->dfd, ls->name, doc, (size_t)len, 0600) < 0)
 		rh_log(RH_LOG_DEBUG, "stats", "cannot write %s: %s", ls->name, strerror(errno));
 	free(doc);
+	uint64_t t1 = rh_now_ns();
+	return t1 + 100 * (t1 - t0) > next ? t1 + 100 * (t1 - t0) : next;
 }
 
 void rh_livestats_open(rh_heap *h)
@@ -114,8 +123,7 @@ void rh_livestats_open(rh_heap *h)
 	snprintf(ls->name, sizeof ls->name, "stats-%d-%u.json", (int)getpid(),
 	         atomic_fetch_add(&heaps_opened, 1) + 1);
 	ls->interval_ns = (uint64_t)ms * 1000000ull;
-	ls->last_ns = rh_now_ns();
-	write_now(h);
+	ls->next_ns = write_now(h);
 	rh_log(RH_LOG_DEBUG, "stats", "live stats in %s/%s", dir, ls->name);
 }
 
@@ -126,14 +134,13 @@ void rh_livestats_after_gc(rh_heap *h)
 		return;
 	/* operations.L1: one write per interval at most, by whichever thread
 	 * collected; a collection in between shows in the next write. Threads
-	 * that collect one after another race only on this timestamp, and
-	 * the loser skips its write. */
-	uint64_t now = rh_now_ns(), last = __atomic_load_n(&ls->last_ns, __ATOMIC_RELAXED);
-	if (now - last < ls->interval_ns ||
-	    !__atomic_compare_exchange_n(&ls->last_ns, &last, now, false, __ATOMIC_RELAXED,
-	                                 __ATOMIC_RELAXED))
+	 * that collect one after another race only on this timestamp: the
+	 * winner moves it a whole day on while it writes, the others skip. */
+	uint64_t now = rh_now_ns(), next = __atomic_load_n(&ls->next_ns, __ATOMIC_RELAXED);
+	if (now < next || !__atomic_compare_exchange_n(&ls->next_ns, &next, now + 86400000000000ull,
+	                                               false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 		return;
-	write_now(h);
+	__atomic_store_n(&ls->next_ns, write_now(h), __ATOMIC_RELAXED);
 }
 
 void rh_livestats_close(rh_heap *h)

@@ -12,7 +12,7 @@ typedef struct rh_livestats {
 	int dfd;              /* the state directory; -1: off */
 	char name[48];        /* stats-PID-N.json */
 	uint64_t interval_ns; /* at most one write per interval (operations.L1) */
-	uint64_t last_ns;     /* the last write (atomic: threads that collect race on it) */
+	uint64_t next_ns;     /* the next write's earliest time (atomic: collectors race on it) */
 } rh_livestats;
 
 /* At rh_heap_open, once the heap works: the state directory (RHEAP_STATE_DIR
