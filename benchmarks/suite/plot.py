@@ -107,7 +107,7 @@ def time_breakdown(doc, out, made):
 
 
 def bars_row(doc, ws, modes, ax, state, slots):
-    width = 0.8 / len(modes)
+    width = min(0.8 / len(modes), 0.3)
     clipped = False
     for wi, w in enumerate(ws):
         local = statistics.median(r["e2e_ns"] for r in runs_of(doc, w, "local") if finished(r))
