@@ -84,6 +84,9 @@ void rh_heap_fail(rh_heap *hp, const rh_error *err)
 	rh_fatal_fn fn = h->fatal_fn;
 	void *fd = h->fatal_data;
 	pthread_mutex_unlock(&h->lock);
+	/* The process ends without rh_heap_close: its stats file with it,
+	 * before the program's handler, which may end it itself. */
+	rh_livestats_remove(h);
 	if (fn)
 		fn(err, fd);
 	fprintf(stderr, "rheap: fatal: %s\n", err->msg);

@@ -143,6 +143,12 @@ void rh_livestats_after_gc(rh_heap *h)
 	__atomic_store_n(&ls->next_ns, write_now(h), __ATOMIC_RELAXED);
 }
 
+void rh_livestats_remove(rh_heap *h)
+{
+	if (h->live.dfd >= 0)
+		unlinkat(h->live.dfd, h->live.name, 0);
+}
+
 void rh_livestats_close(rh_heap *h)
 {
 	rh_livestats *ls = &h->live;

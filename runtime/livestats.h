@@ -24,5 +24,8 @@ void rh_livestats_open(struct rh_heap *h);
 void rh_livestats_after_gc(struct rh_heap *h);
 /* At rh_heap_close: the file is removed. */
 void rh_livestats_close(struct rh_heap *h);
+/* On the fatal path, other threads possibly still running: the file only
+ * is removed (the descriptor stays, as a write may be using it). */
+void rh_livestats_remove(struct rh_heap *h);
 
 #endif
