@@ -644,6 +644,7 @@ int rh_collect_for_alloc(rh_heap *h, rh_mutator *self, int full)
 	/* The trace's lines are written with the mutators running again
 	 * (operations.G1). */
 	rh_gctrace_print(h, &trace);
+	rh_livestats_after_gc(h);
 	return 1;
 }
 

@@ -84,6 +84,9 @@ void rh_heap_fail(rh_heap *hp, const rh_error *err)
 	rh_fatal_fn fn = h->fatal_fn;
 	void *fd = h->fatal_data;
 	pthread_mutex_unlock(&h->lock);
+	/* The process ends without rh_heap_close: its stats file with it,
+	 * before the program's handler, which may end it itself. */
+	rh_livestats_remove(h);
 	if (fn)
 		fn(err, fd);
 	fprintf(stderr, "rheap: fatal: %s\n", err->msg);
@@ -151,6 +154,7 @@ rh_heap *rh_heap_open(const rh_config *cfg_in, rh_error *err)
 		return NULL;
 	}
 	h->cfg = cfg;
+	h->live.dfd = -1; /* a heap closed before it opened has no stats file */
 	if (h->cfg.copy_threads == 0) {
 		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 		h->cfg.copy_threads = cpus < 1 ? 1 : cpus > 4 ? 4 : (int)cpus;
@@ -210,6 +214,7 @@ rh_heap *rh_heap_open(const rh_config *cfg_in, rh_error *err)
 	rh_log(RH_LOG_INFO, "heap", "opened %lu MiB at %#lx, %u regions of %lu KiB",
 	       (unsigned long)(h->size >> 20), (unsigned long)h->base, h->n_regions,
 	       (unsigned long)(h->region_size >> 10));
+	rh_livestats_open(h);
 	return h;
 }
 
@@ -230,6 +235,7 @@ void rh_heap_close(rh_heap *h)
 		return;
 	if (h->n_mutators)
 		rh_panic("rh_heap_close: %zu mutator(s) still attached", h->n_mutators);
+	rh_livestats_close(h);
 	rh_barrier_stop(h);
 	rh_cmark_stop(h);
 	rh_crew_free(h->crew);

@@ -31,6 +31,7 @@
 #include "runtime/cmark.h"
 #include "runtime/cssc.h"
 #include "runtime/gcwork.h"
+#include "runtime/livestats.h"
 #include "runtime/remote.h"
 #include "runtime/sizing.h"
 #include "swap/swap.h"
@@ -162,7 +163,8 @@ struct rh_heap {
 
 	pthread_mutex_t stats_lock;
 	rh_stats stats;
-	uint64_t *pauses; /* recorded pause times for percentiles */
+	rh_livestats live; /* the stats file of the state directory (livestats.h) */
+	uint64_t *pauses;  /* recorded pause times for percentiles */
 	size_t n_pauses, cap_pauses;
 	uint64_t used_bytes; /* for peak_used_bytes */
 

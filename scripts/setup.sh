@@ -13,6 +13,7 @@ PKGS=(
   libibverbs-dev librdmacm-dev rdma-core ibverbs-providers  # the verbs provider
   libgc-dev           # bdwgc: comparison benchmarks only, never linked into librheap
   openjdk-17-jdk-headless  # the JVM: benchmarks/run-jvm-compare's target only, never linked into or needed by rheap
+  python3-matplotlib  # the benchmark suite's plots (benchmarks/suite/plot.py); without it the runs still work, unplotted
   libclang-rt-14-dev  # sanitizer and libFuzzer runtimes for clang builds
   iproute2            # ip netns / veth: the multi-host fault tests (tests/netns)
   groff-base          # renders the man pages (man(1) and the manpages test)

@@ -21,11 +21,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "livestats.h"
 #include "rheap/rheap.h"
 #include "soak.h"
 #include "state.h"
 
 static const char *prog = "rheapctl";
+static bool opt_json; /* --json: status and stats as JSON */
 
 static void usage(FILE *f)
 {
@@ -42,6 +44,9 @@ static void usage(FILE *f)
 	        "  down    stop the tracers of the cluster (exit 1 if one will not stop)\n"
 	        "  status  show each tracer's state, regions, memory held, bytes traced and\n"
 	        "          last heartbeat (exit 3 if a tracer is down or no cluster is up)\n"
+	        "  stats [PID]  the live stats of every running heap of this user (or of\n"
+	        "          PID): collections, pauses, faults; rewritten at most every 100 ms\n"
+	        "          after collections (exit 3 if PID has none)\n"
 	        "  run     run PROGRAM ARGS on the heap (RHEAP_CONFIG is set for it): without\n"
 	        "          --config on a cluster of its own, started and stopped around it;\n"
 	        "          with --config on that cluster, started for it unless it is up\n"
@@ -56,6 +61,7 @@ static void usage(FILE *f)
 	        "  -d, --state-dir DIR  pid and status files (default /tmp/rheap-UID)\n"
 	        "  -t, --tracerd PATH   the rheap-tracerd binary (default: next to rheapctl, then "
 	        "PATH)\n"
+	        "  --json               status and stats as JSON\n"
 	        "  -h, --help\n"
 	        "\n"
 	        "soak options (default config: 256 MiB heap, 10%% cache, two shm tracers):\n"
@@ -70,7 +76,8 @@ static void usage(FILE *f)
 	        "  rheapctl up; RHEAP_CONFIG=/tmp/rheap-$(id -u)/default.json ./my-vm a.scm;\n"
 	        "  rheapctl status; rheapctl down\n"
 	        "  rheapctl up --config cluster.json && rheapctl status --config cluster.json\n"
-	        "  rheapctl soak --minutes 30 --threads 8\n");
+	        "  rheapctl soak --minutes 30 --threads 8\n"
+	        "  rheapctl stats          (while a program runs on a heap)\n");
 }
 
 typedef struct ctl {
@@ -491,8 +498,40 @@ static int cmd_down(ctl *c)
 	return failed ? 1 : 0;
 }
 
+/* status --json: the config, and per tracer its address, state (down,
+ * remote, or the status file's), pid and the status file's fields. */
+static int status_json(ctl *c)
+{
+	json_t *tr = json_array();
+	int rc = 0;
+	for (size_t i = 0; i < c->cfg.n_servers; i++) {
+		json_t *j = local_server(c, i) ? read_status(c, i) : NULL;
+		pid_t p = read_pid(c, i);
+		json_t *o = json_pack("{s:I, s:s, s:i}", "index", (json_int_t)i, "host",
+		                      c->cfg.servers[i].host, "port", (int)c->cfg.servers[i].port);
+		if (j && p) {
+			json_object_update_missing(o, j);
+			json_object_set_new(o, "pid", json_integer(p));
+		} else {
+			json_object_set_new(o, "state",
+			                    json_string(local_server(c, i) ? "down" : "remote"));
+			rc = local_server(c, i) ? 3 : rc;
+		}
+		json_decref(j);
+		json_array_append_new(tr, o);
+	}
+	json_t *doc =
+	        json_pack("{s:s, s:b, s:o}", "config", c->config, "up", rc == 0, "tracers", tr);
+	json_dumpf(doc, stdout, JSON_INDENT(1));
+	putchar('\n');
+	json_decref(doc);
+	return rc;
+}
+
 static int cmd_status(ctl *c)
 {
+	if (opt_json)
+		return status_json(c);
 	printf("%-6s %-22s %-8s %-8s %13s %10s %10s %11s %8s %10s\n", "tracer", "address", "state",
 	       "pid", "regions", "held MiB", "limit MiB", "traced MiB", "refused", "heartbeat");
 	int rc = 0;
@@ -561,6 +600,8 @@ static int cmd_run(ctl *c, char **argv)
 	}
 	if (p == 0) {
 		setenv("RHEAP_CONFIG", c->config, 1);
+		/* Its live stats beside the tracers' files: rheapctl stats --state-dir. */
+		setenv("RHEAP_STATE_DIR", c->state, 1);
 		execvp(argv[0], argv);
 		fprintf(stderr, "%s: cannot run %s: %s\n", prog, argv[0], strerror(errno));
 		_exit(127);
@@ -730,7 +771,11 @@ static int pick_default(ctl *c, const char *cmd)
 	if (fstatat(c->dfd, "default.json", &st, AT_SYMLINK_NOFOLLOW) < 0) {
 		if (!strcmp(cmd, "up"))
 			return make_default(c, "default", "1GiB", 0.25, 2000) ? 1 : -1;
-		printf("no cluster up (%s does not exist; 'rheapctl up' starts one)\n", c->config);
+		if (opt_json && !strcmp(cmd, "status"))
+			printf("{\"config\": null, \"up\": false, \"tracers\": []}\n");
+		else
+			printf("no cluster up (%s does not exist; 'rheapctl up' starts one)\n",
+			       c->config);
 		return !strcmp(cmd, "status") ? 3 : 0;
 	}
 	if (strcmp(cmd, "up"))
@@ -763,7 +808,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (strcmp(cmd, "up") && strcmp(cmd, "down") && strcmp(cmd, "status") &&
-	    strcmp(cmd, "run") && strcmp(cmd, "soak")) {
+	    strcmp(cmd, "run") && strcmp(cmd, "soak") && strcmp(cmd, "stats")) {
 		die("unknown command '%s'", cmd);
 		usage(stderr);
 		return 2;
@@ -781,6 +826,8 @@ int main(int argc, char **argv)
 			config = argv[++i];
 		else if ((!strcmp(a, "-d") || !strcmp(a, "--state-dir")) && i + 1 < argc)
 			state = argv[++i];
+		else if (!strcmp(a, "--json") && (!strcmp(cmd, "status") || !strcmp(cmd, "stats")))
+			opt_json = true;
 		else if ((!strcmp(a, "-t") || !strcmp(a, "--tracerd")) && i + 1 < argc)
 			snprintf(c.tracerd, sizeof c.tracerd, "%s", argv[++i]);
 		else if (!strcmp(cmd, "soak") && i + 1 < argc &&
@@ -825,6 +872,16 @@ int main(int argc, char **argv)
 	char real[PATH_MAX];
 	if (realpath(c.state, real) && strlen(real) < sizeof c.state)
 		snprintf(c.state, sizeof c.state, "%s", real);
+	if (!strcmp(cmd, "stats")) {
+		long pid = 0;
+		if (i < argc) {
+			char *end;
+			pid = strtol(argv[i], &end, 10);
+			if (*end || pid <= 0 || i + 1 < argc)
+				return die("stats: expected one PID, got '%s'", argv[i]);
+		}
+		return rh_ctl_stats(c.dfd, c.state, (pid_t)pid, opt_json);
+	}
 	if (!c.tracerd[0])
 		find_tracerd(&c);
 	if (config) {

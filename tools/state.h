@@ -8,13 +8,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-/* Create `path` (mode 0700) or check the one there: a directory, not a
- * symlink, owned by this user, mode 0700 (security.S1). The descriptor, or
- * -1 with why[] saying what is wrong. */
-int rh_state_open(const char *path, char *why, size_t n);
-/* Replace `name` with len bytes: written to a fresh temporary with
- * O_EXCL|O_NOFOLLOW, then renamed over it (security.S2). 0 or -1 (errno). */
-int rh_state_write(int dfd, const char *name, const void *data, size_t len, mode_t mode);
+#include "common/statedir.h" /* rh_state_open, rh_state_write */
+
 /* Read `name` (a regular file of this user, not a symlink) into buf,
  * NUL-terminated; the bytes read, or -1 (errno). */
 ssize_t rh_state_read(int dfd, const char *name, char *buf, size_t cap);

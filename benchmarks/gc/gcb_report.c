@@ -25,7 +25,7 @@ void gcb_json_u64(gcb_json *j, const char *k, uint64_t v)
 void gcb_json_f64(gcb_json *j, const char *k, double v)
 {
 	key(j, k);
-	fprintf(j->out, "%.17g", v);
+	fprintf(j->out, "%.6g", v); /* settings, not measurements: six digits */
 }
 
 void gcb_json_bool(gcb_json *j, const char *k, bool v)

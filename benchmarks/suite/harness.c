@@ -1,6 +1,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +25,8 @@ static _Noreturn void usage(const char *workload, int code)
 	fprintf(code ? stderr : stdout,
 	        "usage: rh-suite-%s [--size N] [--config FILE] [--json FILE] [--status-dir DIR]\n"
 	        "       [--mode LABEL] [--sample-ms N] [--seed N] [--threads T]\n"
+	        "Prints a short summary; --json FILE writes the whole result as JSON\n"
+	        "there (benchmarks/run reads it), --json - to stdout instead of the summary.\n"
 	        "The heap comes from --config, or from RHEAP_CONFIG (set by `rheapctl run`),\n"
 	        "which wins. --status-dir names the directory of the tracers' status files\n"
 	        "(rheapctl's --state-dir). --threads runs T mutator threads (workloads that\n"
@@ -323,6 +326,19 @@ static json_t *config_json(const rh_config *c)
 	                 "pause_budget_ms", c->pause_budget_us / 1000.0);
 }
 
+/* To the microsecond: the clock's jitter is larger, and 17 digits of it
+ * only made the JSON hard to read. */
+static json_t *ms_json(uint64_t ns)
+{
+	return json_real((double)((ns + 500) / 1000) / 1e3);
+}
+
+/* MB/s to one decimal. */
+static json_t *mbps_json(double v)
+{
+	return json_real(round(v * 10) / 10);
+}
+
 static json_t *series_json(const rs_env *e)
 {
 	static const char *const names[] = {
@@ -337,7 +353,7 @@ static json_t *series_json(const rs_env *e)
 	}
 	for (size_t i = 0; i < e->n_samples; i++) {
 		const rs_sample *s = &e->samples[i];
-		json_array_append_new(a[0], json_real((double)s->t_ns / 1e6));
+		json_array_append_new(a[0], ms_json(s->t_ns));
 		json_array_append_new(a[1], u64(s->faults));
 		json_array_append_new(a[2], u64(s->readahead_pages));
 		json_array_append_new(a[3], u64(s->bytes_fetched));
@@ -412,9 +428,9 @@ static json_t *result_json(rs_env *e, const rh_stats *st, const rs_tracers *tr)
 	                        st->phase_ns[RH_PHASE_FIXUP];
 	json_object_set_new(o, "cpu_mark_ns", u64(cpu_trace_ns));
 	json_object_set_new(o, "cpu_trace_mbps",
-	                    json_real(rate_mbps(st->bytes_marked_cpu, cpu_trace_ns)));
+	                    mbps_json(rate_mbps(st->bytes_marked_cpu, cpu_trace_ns)));
 	json_object_set_new(o, "remote_trace_mbps",
-	                    json_real(rate_mbps(tr->bytes_traced, tr->mark_ns)));
+	                    mbps_json(rate_mbps(tr->bytes_traced, tr->mark_ns)));
 	json_object_set_new(o, "tracers",
 	                    json_pack("{s:i, s:o, s:o, s:o, s:o, s:o}", "n", tr->n, "bytes_held",
 	                              u64(tr->bytes_held), "max_bytes_held",
@@ -426,8 +442,8 @@ static json_t *result_json(rs_env *e, const rh_stats *st, const rs_tracers *tr)
 	json_t *pl = json_array();
 	for (size_t i = 0; i < e->n_pauses; i++) {
 		const rs_pause *p = &e->pauses[i];
-		json_array_append_new(pl, json_pack("[f, f, b, b]", (double)p->start_ns / 1e6,
-		                                    (double)p->dur_ns / 1e6, p->full, p->remote));
+		json_array_append_new(pl, json_pack("[o, o, b, b]", ms_json(p->start_ns),
+		                                    ms_json(p->dur_ns), p->full, p->remote));
 	}
 	json_object_set_new(o, "pause_list", pl);
 	json_object_set_new(o, "memory", memory_json(e));
@@ -444,6 +460,29 @@ static uint64_t realtime_ns(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* What a person running the workload by hand wants to see; the JSON
+ * (--json) holds everything else. */
+static void print_summary(const rs_env *e, const rh_stats *st)
+{
+	FILE *out = e->json_path && !strcmp(e->json_path, "-") ? stderr : stdout;
+	uint64_t e2e = e->t1_ns - e->t0_ns;
+	fprintf(out, "%s%s%s: %s, checksum %llu\n", e->workload, e->mode ? " " : "",
+	        e->mode ? e->mode : "", e->ok ? "ok" : "FAILED", (unsigned long long)e->checksum);
+	fprintf(out, "  time   %.2f s: mutator %.2f s, GC %.2f s\n", (double)e2e / 1e9,
+	        (double)(e2e > st->gc_ns ? e2e - st->gc_ns : 0) / 1e9, (double)st->gc_ns / 1e9);
+	fprintf(out, "  pauses %llu (%llu full): p50 %.1f ms, p99 %.1f ms, max %.1f ms\n",
+	        (unsigned long long)(st->collections + st->full_collections),
+	        (unsigned long long)st->full_collections,
+	        (double)rh_stats_pause_percentile(e->h, 50) / 1e6,
+	        (double)rh_stats_pause_percentile(e->h, 99) / 1e6, (double)st->max_pause_ns / 1e6);
+	if (e->cfg.n_servers)
+		fprintf(out,
+		        "  pager  %llu faults, %llu readahead pages, %.0f MiB in, %.0f MiB out\n",
+		        (unsigned long long)st->faults, (unsigned long long)st->readahead_pages,
+		        (double)st->bytes_fetched / 1048576.0,
+		        (double)st->bytes_evicted / 1048576.0);
 }
 
 int rs_finish(rs_env *e, uint64_t checksum, bool ok)
@@ -467,14 +506,20 @@ int rs_finish(rs_env *e, uint64_t checksum, bool ok)
 		usleep(50000);
 	json_t *o = result_json(e, &st, &tr);
 	int rc = 0;
-	if (e->json_path) {
-		if (json_dump_file(o, e->json_path, JSON_COMPACT) != 0) {
+	print_summary(e, &st);
+	/* Ten significant digits hold a 300 s run's milliseconds to the
+	 * microsecond (ms_json); "-" keeps the old JSON on stdout. */
+	size_t flags = JSON_COMPACT | JSON_REAL_PRECISION(10);
+	if (e->json_path && !strcmp(e->json_path, "-")) {
+		json_dumpf(o, stdout, flags);
+		putchar('\n');
+	} else if (e->json_path) {
+		if (json_dump_file(o, e->json_path, flags) != 0) {
 			fprintf(stderr, "rh-suite: cannot write %s\n", e->json_path);
 			rc = 1;
+		} else {
+			printf("results: %s\n", e->json_path);
 		}
-	} else {
-		json_dumpf(o, stdout, JSON_COMPACT);
-		putchar('\n');
 	}
 	json_decref(o);
 	rh_mutator_detach(e->m);

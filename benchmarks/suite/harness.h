@@ -44,7 +44,7 @@ typedef struct rs_env {
 	uint64_t size;
 	uint64_t seed;
 	const char *config_path; /* what the heap was opened from */
-	const char *json_path;   /* NULL: stdout */
+	const char *json_path;   /* NULL: the summary only; "-": JSON on stdout */
 	const char *status_dir;  /* the tracers' status files; NULL if none */
 	const char *mode;        /* the driver's label, copied to the JSON */
 	uint64_t sample_ms;

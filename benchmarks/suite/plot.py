@@ -1,234 +1,309 @@
 #!/usr/bin/env python3
-"""SVG plots from a benchmark suite results.json (benchmarks/run):
+"""Plots of a benchmark suite results.json (benchmarks/run), each as PNG
+and SVG, drawn with matplotlib (Debian: python3-matplotlib):
 
-  time-breakdown.svg   per workload, each mode's mutator and GC time stacked,
-                       normalised to the all-local run (after Semeru's Fig. 8)
-  pauses-WORKLOAD.svg  every pause over the run, per mode
-  faults-WORKLOAD.svg  on-demand faults and readahead pages over the run
+  time-breakdown   per workload, each mode's end-to-end time against the
+                   all-local run, the GC pauses' share hatched (the shape of
+                   Semeru's Figure 8); median and [min-max] with --repeat
+  pause-cdf        per workload, the distribution of pause times per mode
+                   (a CDF over a log time axis, as Semeru's Figure 13 shows
+                   pauses), the pause budget dashed
+  pauses-WORKLOAD  every pause over the run, per mode
+  faults-WORKLOAD  on-demand faults and readahead pages over the run, on a
+                   log scale (disaggregated modes)
 
   plot.py results.json [--out DIR]
 
-Plain SVG written by hand: no plotting library.
+Without matplotlib it says so once and exits 0: the plots are optional.
 """
 import argparse
 import json
+import math
 import os
-from xml.sax.saxutils import escape
+import statistics
+import sys
 
-COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
-          "#7f7f7f", "#bcbd22", "#17becf"]
-MUT, GC = "#4c78a8", "#e45756"
+try:
+    import matplotlib
+    matplotlib.use("Agg")  # files only, no display
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+except ImportError:
+    plt = None
 
-
-class Svg:
-    def __init__(self, w, h):
-        self.w, self.h, self.parts = w, h, []
-
-    def add(self, s):
-        self.parts.append(s)
-
-    def text(self, x, y, s, size=11, anchor="start", rotate=None, weight="normal"):
-        tr = ' transform="rotate(%d %.1f %.1f)"' % (rotate, x, y) if rotate else ""
-        self.add('<text x="%.1f" y="%.1f" font-size="%d" text-anchor="%s" font-weight="%s"%s>%s</text>'
-                 % (x, y, size, anchor, weight, tr, escape(str(s))))
-
-    def rect(self, x, y, w, h, fill, title=None):
-        t = "<title>%s</title>" % escape(title) if title else ""
-        self.add('<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s">%s</rect>'
-                 % (x, y, max(w, 0), max(h, 0), fill, t))
-
-    def line(self, x1, y1, x2, y2, stroke="#000", width=1, dash=None):
-        d = ' stroke-dasharray="%s"' % dash if dash else ""
-        self.add('<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="%g"%s/>'
-                 % (x1, y1, x2, y2, stroke, width, d))
-
-    def polyline(self, pts, stroke, width=1.5):
-        self.add('<polyline fill="none" stroke="%s" stroke-width="%g" points="%s"/>'
-                 % (stroke, width, " ".join("%.1f,%.1f" % p for p in pts)))
-
-    def circle(self, x, y, r, fill, title=None):
-        t = "<title>%s</title>" % escape(title) if title else ""
-        self.add('<circle cx="%.1f" cy="%.1f" r="%.1f" fill="%s" fill-opacity="0.7">%s</circle>'
-                 % (x, y, r, fill, t))
-
-    def save(self, path):
-        with open(path, "w") as f:
-            f.write('<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
-                    'viewBox="0 0 %d %d" font-family="sans-serif">\n' % (self.w, self.h, self.w, self.h))
-            f.write('<rect width="100%" height="100%" fill="white"/>\n')
-            f.write("\n".join(self.parts))
-            f.write("\n</svg>\n")
+# One colour per mode, the same in every figure (tab10, then grey).
+MODE_ORDER = ["local", "on-50", "on-25", "on-13", "off-50", "off-25", "off-13", "bfs-25",
+              "noreorder-25", "tcp-25", "kswap-50", "kswap-25"]
+PALETTE = ["#4c4c4c", "#1f77b4", "#ff7f0e", "#2ca02c", "#9ecae1", "#fdae6b", "#a1d99b",
+           "#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf"]
+CLIP = 4.0  # the slowdown axis stops here; taller bars are labelled with their value
 
 
-def nice_max(v):
-    """A round axis maximum at or above v."""
-    if v <= 0:
-        return 1.0
-    p = 10 ** len(str(int(v))) / 10 if v >= 1 else 1.0
-    while p > v:
-        p /= 10
-    for m in (1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10):
-        if m * p >= v:
-            return m * p
-    return 10 * p
+def colour(mode):
+    return PALETTE[MODE_ORDER.index(mode) % len(PALETTE)] if mode in MODE_ORDER else "#7f7f7f"
 
 
-def axes(svg, x0, y0, w, h, ymax, ylabel, xlabel=None, xmax=None, ticks=5):
-    svg.line(x0, y0, x0, y0 - h)
-    svg.line(x0, y0, x0 + w, y0)
-    for i in range(ticks + 1):
-        v = ymax * i / ticks
-        y = y0 - h * i / ticks
-        svg.line(x0 - 4, y, x0, y)
-        svg.line(x0, y, x0 + w, y, stroke="#ddd")
-        svg.text(x0 - 6, y + 4, ("%.3g" % v), 10, "end")
-    svg.text(x0 - 42, y0 - h / 2, ylabel, 11, "middle", rotate=-90)
-    if xmax is not None:
-        for i in range(ticks + 1):
-            v = xmax * i / ticks
-            x = x0 + w * i / ticks
-            svg.line(x, y0, x, y0 + 4)
-            svg.text(x, y0 + 16, "%.3g" % v, 10, "middle")
-    if xlabel:
-        svg.text(x0 + w / 2, y0 + 32, xlabel, 11, "middle")
+def finished(r):
+    return "e2e_ns" in r and r.get("ok") and not r.get("error")
 
 
-def by_workload(doc):
-    out = {}
+def modes_of(doc):
+    seen = []
     for r in doc["runs"]:
-        if "e2e_ns" in r:
-            out.setdefault(r["workload"], []).append(r)
-    return out
+        if r["mode"] not in seen:
+            seen.append(r["mode"])
+    return sorted(seen, key=lambda m: MODE_ORDER.index(m) if m in MODE_ORDER else 99)
 
 
-def time_breakdown(doc, path):
-    groups = by_workload(doc)
-    modes = []
+def workloads_of(doc):
+    seen = []
     for r in doc["runs"]:
-        if r["mode"] not in modes:
-            modes.append(r["mode"])
-    failed = {(r["workload"], r["mode"]) for r in doc["runs"] if "e2e_ns" not in r}
-    norm = {}
-    for w, rs in groups.items():
-        local = [r for r in rs if r["mode"] == "local"]
-        norm[w] = local[0]["e2e_ns"] if local else max(r["e2e_ns"] for r in rs)
-    # A mode that thrashes can be 100x local: clip there and print its ratio.
-    ymax = min(nice_max(max(r["e2e_ns"] / norm[w] for w, rs in groups.items() for r in rs)), 4.0)
-    bw, gap = 14, 26
-    gw = len(modes) * bw + gap
-    W = max(80 + len(groups) * gw + 20, 500)
-    H = 380
-    svg = Svg(W, H)
-    x0, y0, h = 70, H - 110, H - 180
-    svg.text(W / 2, 20, "Time breakdown: mutator and GC, normalised to all-local end-to-end",
-             13, "middle", weight="bold")
-    axes(svg, x0, y0, len(groups) * gw, h, ymax, "time / local end-to-end")
-    svg.line(x0, y0 - h / ymax, x0 + len(groups) * gw, y0 - h / ymax, stroke="#888", dash="4,3")
-    for gi, (w, rs) in enumerate(groups.items()):
-        gx = x0 + gap / 2 + gi * gw
+        if r["workload"] not in seen:
+            seen.append(r["workload"])
+    return seen
+
+
+def runs_of(doc, w, mode):
+    return [r for r in doc["runs"] if r["workload"] == w and r["mode"] == mode]
+
+
+def save(fig, out, name, made):
+    for ext in ("png", "svg"):
+        p = os.path.join(out, "%s.%s" % (name, ext))
+        fig.savefig(p, dpi=130 if ext == "png" else None)
+        made.append(p)
+    plt.close(fig)
+
+
+def time_breakdown(doc, out, made):
+    """Grouped bars: per workload, e2e of each mode / e2e of local (medians
+    over repeats, whiskers min-max), the GC share of each bar hatched. Rows
+    of at most about 24 bars, so that a full matrix stays readable."""
+    ws = [w for w in workloads_of(doc) if any(finished(r) for r in runs_of(doc, w, "local"))]
+    modes = [m for m in modes_of(doc) if m != "local"]
+    if not ws or not modes:
+        return
+    per_row = max(1, min(len(ws), 24 // len(modes)))
+    rows = [ws[i:i + per_row] for i in range(0, len(ws), per_row)]
+    fig, axes = plt.subplots(len(rows), 1, figsize=(11, 0.6 + 3.0 * len(rows)), squeeze=False)
+    state = {"failed": False}
+    for row, ax in zip(rows, axes[:, 0]):
+        bars_row(doc, row, modes, ax, state, per_row)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("e2e / all-local")
+    n = max((len(runs_of(doc, w, m)) for w in ws for m in modes), default=1)
+    fig.suptitle("Slowdown against the all-local heap, per workload and mode" +
+                 (" (median of %d, whiskers min-max)" % n if n > 1 else ""))
+    handles = [Patch(color=colour(m), label=m) for m in modes]
+    handles.append(Patch(facecolor="white", edgecolor="black", hatch="///", label="GC pauses"))
+    handles.append(Line2D([], [], color="black", linestyle="--", linewidth=0.8, label="local = 1"))
+    if state["failed"]:
+        handles.append(Line2D([], [], color="#d62728", marker="x", linestyle="none", mew=2,
+                              label="run failed"))
+    fig.legend(handles=handles, fontsize=8, loc="center right", frameon=False)
+    fig.tight_layout(rect=(0, 0, 0.87, 1))
+    save(fig, out, "time-breakdown", made)
+
+
+def bars_row(doc, ws, modes, ax, state, slots):
+    width = min(0.8 / len(modes), 0.3)
+    clipped = False
+    for wi, w in enumerate(ws):
+        local = statistics.median(r["e2e_ns"] for r in runs_of(doc, w, "local") if finished(r))
         for mi, mode in enumerate(modes):
-            r = [r for r in rs if r["mode"] == mode]
-            x = gx + mi * bw
-            svg.text(x + bw / 2, y0 + 8, mode, 9, "end", rotate=-60)
-            if (w, mode) in failed:
-                svg.text(x + bw / 2, y0 - 4, "\u00d7", 12, "middle")  # failed or timed out
-            if not r:
+            x = wi + (mi - (len(modes) - 1) / 2) * width
+            rs = runs_of(doc, w, mode)
+            good = [r for r in rs if finished(r)]
+            if not good:
+                if rs and not all(r.get("skipped") for r in rs):
+                    # Only where a run was made and did not finish.
+                    ax.plot(x, 0.08, marker="x", color="#d62728", markersize=6, mew=2)
+                    state["failed"] = True
                 continue
-            r = r[0]
-            m, g = r["mutator_ns"] / norm[w], r["gc_ns"] / norm[w]
-            hm, hg = h * min(m, ymax) / ymax, h * min(g, ymax - min(m, ymax)) / ymax
-            svg.rect(x, y0 - hm, bw - 2, hm, MUT, "%s %s: mutator %.2f s" % (w, mode, r["mutator_ns"] / 1e9))
-            svg.rect(x, y0 - hm - hg, bw - 2, hg, GC, "%s %s: GC %.2f s" % (w, mode, r["gc_ns"] / 1e9))
-            if m + g > ymax:
-                # staggered: neighbouring labels would overlap
-                svg.text(x + bw / 2, y0 - h - 4 - 9 * (mi % 2), "%.0fx" % (m + g), 9, "middle")
-        svg.text(gx + len(modes) * bw / 2, y0 + 78, w, 11, "middle", weight="bold")
-    lx = x0 + 10
-    svg.rect(lx, 32, 12, 12, MUT)
-    svg.text(lx + 16, 42, "mutator")
-    svg.rect(lx + 90, 32, 12, 12, GC)
-    svg.text(lx + 106, 42, "GC (pauses)")
-    svg.text(lx + 200, 42, "\u00d7 failed or timed out")
-    svg.save(path)
+            e2e = [r["e2e_ns"] / local for r in good]
+            med = statistics.median(e2e)
+            gc = statistics.median(r["gc_ns"] / local for r in good)
+            h = min(med, CLIP)
+            ax.bar(x, h, width * 0.92, color=colour(mode), edgecolor="white", linewidth=0.5)
+            ax.bar(x, min(gc, h), width * 0.92, color="none", edgecolor="black", hatch="///",
+                   linewidth=0)
+            if len(good) > 1 and min(e2e) < CLIP:
+                ax.errorbar(x, h, yerr=[[h - min(e2e)], [max(0, min(max(e2e), CLIP) - h)]],
+                            fmt="none", ecolor="black", elinewidth=0.8, capsize=2)
+            if med > CLIP:
+                clipped = True
+                ax.text(x, CLIP * 0.98, "%.1fx" % med, ha="center", va="top", fontsize=6.5,
+                        rotation=90, color="black", fontweight="bold",
+                        bbox=dict(facecolor="white", edgecolor="none", pad=1, alpha=0.8))
+    ax.axhline(1.0, color="black", linestyle="--", linewidth=0.8)
+    ax.set_xticks(range(len(ws)))
+    ax.set_xticklabels(ws)
+    ax.set_xlim(-0.6, slots - 0.4)  # every row on the same scale
+    ax.set_ylim(0, CLIP if clipped else None)
+    ax.grid(axis="y", alpha=0.3)
 
 
-def legend(svg, x, y, names):
-    for i, n in enumerate(names):
-        svg.rect(x, y + i * 15 - 9, 10, 10, COLORS[i % len(COLORS)])
-        svg.text(x + 14, y + i * 15, n, 10)
+def grid(n):
+    cols = min(n, 3)
+    return (n + cols - 1) // cols, cols
 
 
-def pause_timeline(w, rs, path, budget):
-    W, H = 760, 340
-    svg = Svg(W, H)
-    x0, y0, pw, ph = 70, H - 50, W - 200, H - 90
-    xmax = nice_max(max(r["e2e_ns"] / 1e9 for r in rs))
-    ymax = nice_max(max([p[1] for r in rs for p in r["pause_list"]] + [budget or 1]))
-    svg.text(W / 2, 20, "%s: GC pauses over the run" % w, 13, "middle", weight="bold")
-    axes(svg, x0, y0, pw, ph, ymax, "pause (ms)", "time since start (s)", xmax)
+def pause_cdf(doc, out, made):
+    """Per workload, the CDF of pause times of each mode (all repeats)."""
+    ws = [w for w in workloads_of(doc)
+          if any(finished(r) and r.get("pause_list") for r in doc["runs"] if r["workload"] == w)]
+    if not ws:
+        return
+    rows, cols = grid(len(ws))
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False)
+    budget = None
+    shown = []
+    for k, w in enumerate(ws):
+        ax = axes[k // cols][k % cols]
+        for mode in modes_of(doc):
+            ps = sorted(p[1] for r in runs_of(doc, w, mode) if finished(r)
+                        for p in r.get("pause_list", []) if p[1] > 0)
+            if not ps:
+                continue
+            ys = [(i + 1) / len(ps) for i in range(len(ps))]
+            ax.step(ps, ys, where="post", color=colour(mode), linewidth=1.4)
+            if mode not in shown:
+                shown.append(mode)
+            budget = budget or next((r["config"].get("pause_budget_ms")
+                                     for r in runs_of(doc, w, mode) if finished(r)), None)
+        if budget:
+            ax.axvline(budget, color="#d62728", linestyle="--", linewidth=0.8)
+        ax.set_xscale("log")
+        ax.set_ylim(0, 1.02)
+        ax.set_title(w, fontsize=10)
+        ax.grid(alpha=0.3, which="both")
+        if k % cols == 0:
+            ax.set_ylabel("share of pauses")
+        if k + cols >= len(ws):  # nothing below it
+            ax.set_xlabel("pause (ms, log scale)")
+    handles = [Line2D([], [], color=colour(m), linewidth=1.4, label=m) for m in shown]
     if budget:
-        y = y0 - ph * budget / ymax
-        svg.line(x0, y, x0 + pw, y, stroke="#d62728", dash="5,4")
-        svg.text(x0 + pw - 4, y - 4, "pause budget %g ms" % budget, 10, "end")
-    for i, r in enumerate(rs):
-        c = COLORS[i % len(COLORS)]
-        for t, d, full, remote in r["pause_list"]:
-            svg.circle(x0 + pw * (t / 1e3) / xmax, y0 - ph * min(d, ymax) / ymax, 3.5 if full else 2.2, c,
-                       "%s t=%.2f s %.2f ms%s%s" % (r["mode"], t / 1e3, d, " full" if full else "",
-                                                   " remote" if remote else ""))
-    legend(svg, x0 + pw + 20, 50, [r["mode"] for r in rs])
-    svg.text(x0 + pw + 20, 50 + len(rs) * 15 + 10, "large dots: full", 10)
-    svg.save(path)
+        handles.append(Line2D([], [], color="#d62728", linestyle="--", linewidth=0.8,
+                              label="pause budget %g ms" % budget))
+    for k in range(len(ws), rows * cols):
+        axes[k // cols][k % cols].axis("off")
+    fig.suptitle("Pause time distribution (CDF), per workload and mode")
+    if len(ws) < rows * cols:
+        # The legend in the first empty cell.
+        axes[rows - 1][len(ws) % cols].legend(handles=handles, loc="center", fontsize=9,
+                                              frameon=False)
+        fig.tight_layout()
+    else:
+        fig.legend(handles=handles, loc="lower center", ncol=min(len(handles), 6),
+                   fontsize=8, frameon=False)
+        lines = (len(handles) + 5) // 6  # the legend's rows, about 0.22 in each
+        fig.tight_layout(rect=(0, (0.1 + 0.22 * lines) / fig.get_figheight(), 1, 1))
+    save(fig, out, "pause-cdf", made)
 
 
-def faults_over_time(w, rs, path):
-    rs = [r for r in rs if r["config"]["n_servers"]]
-    if not rs:
-        return False
-    W, H = 760, 340
-    svg = Svg(W, H)
-    x0, y0, pw, ph = 80, H - 50, W - 220, H - 90
-    xmax = nice_max(max(r["samples"]["t_ms"][-1] / 1e3 for r in rs))
-    ymax = nice_max(max(max(r["samples"]["faults"][-1], 1) for r in rs))
-    svg.text(W / 2, 20, "%s: on-demand faults (solid) and readahead pages / 10 (thin)" % w, 13,
-             "middle", weight="bold")
-    axes(svg, x0, y0, pw, ph, ymax, "cumulative count", "time since start (s)", xmax)
-    for i, r in enumerate(rs):
-        c = COLORS[i % len(COLORS)]
-        s = r["samples"]
+def pause_timeline(doc, w, out, made):
+    fig, ax = plt.subplots(figsize=(7.5, 3.8))
+    handles, budget, any_full = [], None, False
+    for mode in modes_of(doc):
+        rs = [r for r in runs_of(doc, w, mode) if finished(r) and r.get("pause_list")]
+        if not rs:
+            continue
+        r = rs[0]  # one run's timeline; repeats would overlap
+        part = [(p[0] / 1e3, p[1]) for p in r["pause_list"] if not p[2]]
+        full = [(p[0] / 1e3, p[1]) for p in r["pause_list"] if p[2]]
+        if part:
+            ax.scatter(*zip(*part), s=8, color=colour(mode), alpha=0.7, linewidths=0)
+        if full:
+            any_full = True
+            ax.scatter(*zip(*full), s=36, color=colour(mode), marker="D", edgecolors="black",
+                       linewidths=0.5)
+        handles.append(Line2D([], [], color=colour(mode), marker="o", linestyle="none",
+                              label=mode))
+        budget = budget or r["config"].get("pause_budget_ms")
+    if not handles:
+        plt.close(fig)
+        return
+    if budget:
+        ax.axhline(budget, color="#d62728", linestyle="--", linewidth=0.8)
+        handles.append(Line2D([], [], color="#d62728", linestyle="--", linewidth=0.8,
+                              label="pause budget %g ms" % budget))
+    if any_full:
+        handles.append(Line2D([], [], color="grey", marker="D", markeredgecolor="black",
+                              linestyle="none", label="full collection"))
+    ax.set_yscale("log")
+    ax.set_xlabel("time since the start (s)")
+    ax.set_ylabel("pause (ms, log scale)")
+    ax.set_title("%s: every GC pause over the run" % w)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(handles=handles, fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5),
+              frameon=False)
+    fig.tight_layout()
+    save(fig, out, "pauses-%s" % w, made)
+
+
+def faults_over_time(doc, w, out, made):
+    handles, none = [], []
+    fig, ax = plt.subplots(figsize=(7.5, 3.8))
+    top = 0
+    for mode in modes_of(doc):
+        rs = [r for r in runs_of(doc, w, mode) if finished(r) and r["config"]["n_servers"]]
+        if not rs:
+            continue
+        s = rs[0]["samples"]
+        if not any(s["faults"]) and not any(s["readahead_pages"]):
+            none.append(mode)  # nothing to draw: named in the legend's text, not as a line
+            continue
         t = [x / 1e3 for x in s["t_ms"]]
-        svg.polyline([(x0 + pw * a / xmax, y0 - ph * min(b, ymax) / ymax) for a, b in zip(t, s["faults"])], c, 2)
-        svg.polyline([(x0 + pw * a / xmax, y0 - ph * min(b / 10, ymax) / ymax)
-                      for a, b in zip(t, s["readahead_pages"])], c, 0.8)
-    legend(svg, x0 + pw + 20, 50, [r["mode"] for r in rs])
-    svg.save(path)
-    return True
+        # Log scale: a count of 0 is not drawn (masked), the curve starts
+        # at the first fault.
+        f = [v if v > 0 else math.nan for v in s["faults"]]
+        ra = [v if v > 0 else math.nan for v in s["readahead_pages"]]
+        top = max(top, max(s["faults"] + s["readahead_pages"] + [0]))
+        ax.plot(t, f, color=colour(mode), linewidth=1.6)
+        ax.plot(t, ra, color=colour(mode), linewidth=1.0, linestyle=":")
+        handles.append(Line2D([], [], color=colour(mode), linewidth=1.6, label=mode))
+    if not handles or top == 0:
+        plt.close(fig)
+        return
+    handles.append(Line2D([], [], color="black", linewidth=1.6, label="on-demand faults"))
+    handles.append(Line2D([], [], color="black", linewidth=1.0, linestyle=":",
+                          label="readahead pages"))
+    if none:
+        handles.append(Line2D([], [], linestyle="none", label="no faults: " + ", ".join(none)))
+    ax.set_yscale("log")
+    ax.set_xlabel("time since the start (s)")
+    ax.set_ylabel("cumulative count (log scale)")
+    ax.set_title("%s: page faults over the run" % w)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(handles=handles, fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5),
+              frameon=False)
+    fig.tight_layout()
+    save(fig, out, "faults-%s" % w, made)
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("results")
     ap.add_argument("--out", default="plots")
     args = ap.parse_args()
+    if plt is None:
+        print("plot.py: matplotlib is not installed for %s (Debian: python3-matplotlib, in "
+              "scripts/setup.sh): no plots" % sys.executable)
+        return 0
     with open(args.results) as f:
         doc = json.load(f)
     os.makedirs(args.out, exist_ok=True)
     made = []
-    groups = by_workload(doc)
-    if groups:
-        p = os.path.join(args.out, "time-breakdown.svg")
-        time_breakdown(doc, p)
-        made.append(p)
-    for w, rs in groups.items():
-        budget = rs[0]["config"].get("pause_budget_ms")
-        p = os.path.join(args.out, "pauses-%s.svg" % w)
-        pause_timeline(w, rs, p, budget)
-        made.append(p)
-        p = os.path.join(args.out, "faults-%s.svg" % w)
-        if faults_over_time(w, rs, p):
-            made.append(p)
-    print("plots: " + ", ".join(os.path.relpath(m) for m in made))
+    time_breakdown(doc, args.out, made)
+    pause_cdf(doc, args.out, made)
+    for w in workloads_of(doc):
+        pause_timeline(doc, w, args.out, made)
+        faults_over_time(doc, w, args.out, made)
+    print("plots: %d files in %s" % (len(made), os.path.relpath(args.out)))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
