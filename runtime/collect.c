@@ -148,7 +148,7 @@ static void choose_set(rh_gc *g)
 			        r->top - r->start;
 		} else if (cand && r->kind == RH_REGION_OLD && r->live_known && !rh_is_dest(h, i) &&
 		           !h->offload[i] &&
-		           !(h->offload_on &&
+		           !(h->offload_on && !h->cssc.compacting &&
 		             rh_swap_region_evicted_pct(h->swap, i, r->top - r->start) >= 50)) {
 			uint64_t used = r->top - r->start;
 			if (used && (used - r->live_bytes) * 100 >= used * 35)
@@ -169,13 +169,25 @@ static void choose_set(rh_gc *g)
 	double cost = (double)eden_bytes / 10 * h->sz.copy_ns_per_byte;
 	double old_cap = cost + budget * RH_SZ_OLD_SHARE;
 	uint64_t copy_room = (uint64_t)h->n_free * h->region_size;
+	/* cssc.E3: a compaction takes regions until they free what lifts the
+	 * heap to twice gc.full_threshold, then more while the pause budget
+	 * allows; its copies must fit in 7/8 of the free regions (full.R1). */
+	double need = 0, copied = 0;
+	if (h->cssc.compacting) {
+		need = 2.0 * h->cfg.full_threshold * h->n_regions - h->n_free;
+		copy_room = copy_room / 8 * 7;
+	}
 	for (size_t i = 0; i < n_cand; i++) {
 		/* sizing.O1: an old region costs its live bytes' copying and
 		 * its remembered cards' scanning. */
 		double c = rh_sizing_old_cost(h, cand[i]->live_bytes, cand[i]->remset.n_cards);
-		if (cost + c > (i ? old_cap : budget) || cand[i]->live_bytes > copy_room)
+		/* Regions freed so far, net of the room their copies take. */
+		bool needed = (double)i - copied / (double)h->region_size < need;
+		if ((!needed && cost + c > (i ? old_cap : budget)) ||
+		    cand[i]->live_bytes > copy_room)
 			break;
 		cost += c;
+		copied += (double)cand[i]->live_bytes;
 		copy_room -= cand[i]->live_bytes;
 		add_to_set(h, cand[i]);
 	}
@@ -485,7 +497,9 @@ static void collect(rh_heap *h, rh_gc_kind kind)
 	reclaim(&g);
 	rh_emit(h, kind, RH_PHASE_RECLAIM, 0);
 	g.reclaim_ns = rh_now_ns() - t_reclaim;
-	rh_sizing_after(&g);
+	/* A compaction has no eden to learn from (cssc.E3). */
+	if (!h->cssc.compacting)
+		rh_sizing_after(&g);
 
 done:
 	rh_log(RH_LOG_DEBUG, "gc",
@@ -563,9 +577,10 @@ static void collect_again(rh_heap *h, rh_gc_kind kind, rh_gctrace *trace)
  * is full, a copying collection can move nothing). */
 static void compact_on_cpu(rh_heap *h, rh_gctrace *trace)
 {
-	h->cssc.full_on_cpu = true;
-	collect_again(h, RH_GC_FULL, trace);
-	h->cssc.full_on_cpu = false;
+	/* cssc.E3: a partial collection of the sparsest old regions. */
+	h->cssc.compacting = true;
+	collect_again(h, RH_GC_PARTIAL, trace);
+	h->cssc.compacting = false;
 }
 
 /* cssc.E2: the CPU server's compaction pays only where it can lift the

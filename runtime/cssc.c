@@ -85,7 +85,7 @@ void rh_cssc_choose(rh_heap *h)
 {
 	h->offload_active = false;
 	h->cssc.n_tslots = 0;
-	if (!h->offload_on)
+	if (!h->offload_on || h->cssc.compacting)
 		return;
 	cand *c = malloc(h->n_regions * sizeof *c);
 	if (!c)

@@ -26,6 +26,10 @@ typedef struct rh_cssc {
 	 * only empty regions: set for the last attempt before an allocation
 	 * fails (runtime/alloc.c). */
 	bool full_on_cpu;
+	/* cssc.E3: this partial collection is the CPU server's compaction
+	 * right after the tracers' full marking: old regions chosen by the
+	 * room they free, not by the pause budget, and no CSSC. */
+	bool compacting;
 } rh_cssc;
 
 typedef struct rh_heap rh_heap;

@@ -29,6 +29,7 @@ void rh_gctrace_begin(rh_heap *h, rh_gctrace *t, rh_gc_kind kind, uint64_t start
 	rh_gctrace_one *c = &t->c[t->n];
 	c->kind = kind;
 	c->by_tracers = rh_cssc_full_by_tracers(h, kind);
+	c->compacting = h->cssc.compacting;
 	c->start_ns = start_ns;
 	c->used_before = used_bytes(h);
 	c->faults_before = faults(h);
@@ -61,6 +62,8 @@ static const char *kind_name(const rh_gctrace_one *c)
 {
 	if (c->kind == RH_GC_FULL)
 		return c->by_tracers ? "full-by-tracers" : "full";
+	if (c->compacting)
+		return "compaction";
 	return c->cssc ? "partial+cssc" : "partial";
 }
 

@@ -10,6 +10,7 @@
 typedef struct rh_gctrace_one {
 	rh_gc_kind kind;
 	bool by_tracers; /* a full collection the tracers marked */
+	bool compacting; /* the CPU server's compaction after it (cssc.E3) */
 	bool cssc;       /* a partial one in which tracers evacuated */
 	uint64_t index;  /* collections of either kind before it */
 	uint64_t start_ns, end_ns;

@@ -209,6 +209,62 @@ static void fragmented(rh_mutator *m, const char *where)
 	rh_pop_frame(m, &f);
 }
 
+/* full.R1, on a local heap: a full collection with fewer free regions than
+ * the live data needs still frees regions. 64 lists are built at once,
+ * node i in list i % 64, over 60 % of the heap, and 3 lists in 4 dropped:
+ * every region keeps a quarter of its nodes, and the collector traverses
+ * one whole list, spread over every region, before the next. A first full
+ * collection counts what is live (the regions' counts were their fill as
+ * copy destinations, all live, so they stay in place); then every free
+ * region but 12 is taken as empty ballast (test-only, through the
+ * collector's region table) and a second full collection runs with room
+ * for a quarter of the live bytes. Copying in traversal order until the
+ * room runs out frees no region; moving the sparsest regions whole frees
+ * more than their copies take. */
+#define LISTS 64
+static void full_in_little_room(rh_heap *h, rh_mutator *m)
+{
+	void *slots[LISTS] = {0};
+	rh_frame f;
+	rh_push_frame(m, &f, slots, LISTS);
+	uint64_t n = ((uint64_t)heap_mib << 20) * 6 / 10 / sizeof(struct node);
+	for (uint64_t i = 0; i < n; i++) {
+		struct node *x = rh_alloc(m, NODE);
+		if (!x)
+			break;
+		x->id = i;
+		x->chk = mix(i);
+		rh_write_ref(m, (void **)&x->next, slots[i % LISTS]);
+		slots[i % LISTS] = x;
+	}
+	for (int j = 0; j < LISTS; j++)
+		if (j % 4)
+			slots[j] = NULL;
+	rh_collect(m, 1);
+	uint32_t n_ballast = 0;
+	pthread_mutex_lock(&h->alloc_lock);
+	/* Empty old regions: the collection frees them at its end. */
+	while (h->n_free > 12 && rh_region_take(h, RH_REGION_OLD) >= 0)
+		n_ballast++;
+	uint32_t before = h->n_free + n_ballast;
+	pthread_mutex_unlock(&h->alloc_lock);
+	rh_collect(m, 1);
+	uint32_t after = h->n_free;
+	CHECK(after >= before + 16,
+	      "full.R1: a full collection with room for a quarter of the live bytes frees regions "
+	      "(%u free after, %u before with the ballast)",
+	      after, before);
+	uint64_t seen = 0, ok = 1;
+	for (int j = 0; j < LISTS; j += 4)
+		for (struct node *x = slots[j]; x; x = x->next, seen++)
+			ok &= x->chk == mix(x->id) && x->id % LISTS == (uint64_t)j;
+	CHECK(ok && seen == (n + 3) / 4, "full.R1: the nodes kept are intact (%llu of %llu)",
+	      (unsigned long long)seen, (unsigned long long)(n + 3) / 4);
+	for (int j = 0; j < LISTS; j++)
+		slots[j] = NULL;
+	rh_pop_frame(m, &f);
+}
+
 static void run(rh_heap *h, const char *where)
 {
 	rh_error err;
@@ -228,6 +284,8 @@ static void run(rh_heap *h, const char *where)
 	CHECK(m != NULL, "%s: attach: %s", where, m ? "" : err.msg);
 	if (!m)
 		return;
+	if (!strcmp(where, "local"))
+		full_in_little_room(h, m);
 	fragmented(m, where);
 	char what[64];
 	snprintf(what, sizeof what, "%s, small objects", where);
