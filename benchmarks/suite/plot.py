@@ -156,7 +156,9 @@ def pause_cdf(doc, out, made):
     if not ws:
         return
     rows, cols = grid(len(ws))
-    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False)
+    # At least 6.5 in wide: the title must fit a figure of one workload.
+    fig, axes = plt.subplots(rows, cols, figsize=(max(4.2 * cols, 6.5), 3.2 * rows),
+                             squeeze=False)
     budget = None
     shown = []
     for k, w in enumerate(ws):
