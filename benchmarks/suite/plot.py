@@ -204,6 +204,19 @@ def pause_cdf(doc, out, made):
     save(fig, out, "pause-cdf", made)
 
 
+def finish_over_time(fig, ax, handles, ylabel, title, out, name, made):
+    """A figure over the run's time: log y axis, legend outside, saved."""
+    ax.set_yscale("log")
+    ax.set_xlabel("time since the start (s)")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(handles=handles, fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5),
+              frameon=False)
+    fig.tight_layout()
+    save(fig, out, name, made)
+
+
 def pause_timeline(doc, w, out, made):
     fig, ax = plt.subplots(figsize=(7.5, 3.8))
     handles, budget, any_full = [], None, False
@@ -233,15 +246,8 @@ def pause_timeline(doc, w, out, made):
     if any_full:
         handles.append(Line2D([], [], color="grey", marker="D", markeredgecolor="black",
                               linestyle="none", label="full collection"))
-    ax.set_yscale("log")
-    ax.set_xlabel("time since the start (s)")
-    ax.set_ylabel("pause (ms, log scale)")
-    ax.set_title("%s: every GC pause over the run" % w)
-    ax.grid(alpha=0.3, which="both")
-    ax.legend(handles=handles, fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5),
-              frameon=False)
-    fig.tight_layout()
-    save(fig, out, "pauses-%s" % w, made)
+    finish_over_time(fig, ax, handles, "pause (ms, log scale)",
+                     "%s: every GC pause over the run" % w, out, "pauses-%s" % w, made)
 
 
 def faults_over_time(doc, w, out, made):
@@ -273,15 +279,8 @@ def faults_over_time(doc, w, out, made):
                           label="readahead pages"))
     if none:
         handles.append(Line2D([], [], linestyle="none", label="no faults: " + ", ".join(none)))
-    ax.set_yscale("log")
-    ax.set_xlabel("time since the start (s)")
-    ax.set_ylabel("cumulative count (log scale)")
-    ax.set_title("%s: page faults over the run" % w)
-    ax.grid(alpha=0.3, which="both")
-    ax.legend(handles=handles, fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5),
-              frameon=False)
-    fig.tight_layout()
-    save(fig, out, "faults-%s" % w, made)
+    finish_over_time(fig, ax, handles, "cumulative count (log scale)",
+                     "%s: page faults over the run" % w, out, "faults-%s" % w, made)
 
 
 def main():
