@@ -121,6 +121,13 @@ static uint64_t set_bytes_of(const rh_region *r)
 	                                      : r->top - r->start;
 }
 
+/* full.R1: what the free regions hold for copies, at 7/8: an object never
+ * spans destination regions, so their tails go unused. */
+static uint64_t copy_room(const rh_heap *h)
+{
+	return (uint64_t)h->n_free * h->region_size / 8 * 7;
+}
+
 static void choose_set(rh_gc *g)
 {
 	rh_heap *h = g->h;
@@ -168,14 +175,14 @@ static void choose_set(rh_gc *g)
 	double budget = (double)h->cfg.pause_budget_us * 1000.0;
 	double cost = (double)eden_bytes / 10 * h->sz.copy_ns_per_byte;
 	double old_cap = cost + budget * RH_SZ_OLD_SHARE;
-	uint64_t copy_room = (uint64_t)h->n_free * h->region_size;
+	uint64_t room = (uint64_t)h->n_free * h->region_size;
 	/* cssc.E3: a compaction takes regions until they free what lifts the
 	 * heap to twice gc.full_threshold, then more while the pause budget
 	 * allows; its copies must fit in 7/8 of the free regions (full.R1). */
 	double need = 0, copied = 0;
 	if (h->cssc.compacting) {
 		need = 2.0 * h->cfg.full_threshold * h->n_regions - h->n_free;
-		copy_room = copy_room / 8 * 7;
+		room = copy_room(h);
 	}
 	for (size_t i = 0; i < n_cand; i++) {
 		/* sizing.O1: an old region costs its live bytes' copying and
@@ -183,12 +190,11 @@ static void choose_set(rh_gc *g)
 		double c = rh_sizing_old_cost(h, cand[i]->live_bytes, cand[i]->remset.n_cards);
 		/* Regions freed so far, net of the room their copies take. */
 		bool needed = (double)i - copied / (double)h->region_size < need;
-		if ((!needed && cost + c > (i ? old_cap : budget)) ||
-		    cand[i]->live_bytes > copy_room)
+		if ((!needed && cost + c > (i ? old_cap : budget)) || cand[i]->live_bytes > room)
 			break;
 		cost += c;
 		copied += (double)cand[i]->live_bytes;
-		copy_room -= cand[i]->live_bytes;
+		room -= cand[i]->live_bytes;
 		add_to_set(h, cand[i]);
 	}
 	free(cand);
@@ -316,13 +322,18 @@ static void reclaim(rh_gc *g)
  * copying them buys little. `live` is this marking's count; without one
  * (one pass), the last count known. Every remembered set is rebuilt from
  * the survivors' fields. */
+static bool dense(uint64_t live, uint64_t used)
+{
+	return live * 100 >= used * 85;
+}
+
 static void keep_dense(rh_heap *h, const uint64_t *live)
 {
 	for (uint32_t i = 0; i < h->n_regions; i++) {
 		rh_region *r = &h->regions[i];
 		uint64_t used = r->top - r->start;
 		uint64_t l = live ? live[i] : r->live_known ? r->live_bytes : 0;
-		if (h->in_cset[i] && r->kind == RH_REGION_OLD && used && l * 100 >= used * 85)
+		if (h->in_cset[i] && r->kind == RH_REGION_OLD && used && dense(l, used))
 			r->retain = 1;
 	}
 	for (uint32_t i = 0; i < h->n_regions; i++)
@@ -357,12 +368,10 @@ static uint64_t expected_live(const rh_heap *h, const rh_region *r, const uint64
  * 3 nodes in 4 dropped kept a 64 MiB heap exhausted with 24 MiB live).
  * When the live bytes expected to move exceed the room, old regions are
  * kept in place from the most live down until the rest fit; eden and
- * survivor regions always move (they are mostly garbage). Room is counted
- * at 7/8: an object never spans destination regions, so their tails go
- * unused. */
+ * survivor regions always move (they are mostly garbage). */
 static void keep_beyond_room(rh_heap *h, const uint64_t *live)
 {
-	uint64_t room = (uint64_t)h->n_free * h->region_size / 8 * 7, moving = 0;
+	uint64_t room = copy_room(h), moving = 0;
 	uint64_t(*old)[2] = malloc(h->n_regions * sizeof *old);
 	size_t n_old = 0;
 	if (!old)
@@ -596,7 +605,7 @@ static bool compaction_pays(const rh_heap *h)
 	for (uint32_t i = 0; i < h->n_regions; i++) {
 		const rh_region *r = &h->regions[i];
 		uint64_t used = r->top - r->start;
-		if (r->kind == RH_REGION_OLD && r->live_known && r->live_bytes * 100 < used * 85)
+		if (r->kind == RH_REGION_OLD && r->live_known && !dense(r->live_bytes, used))
 			dead += used - r->live_bytes;
 	}
 	return (double)h->n_free * (double)h->region_size + (double)dead * 7 / 8 >=

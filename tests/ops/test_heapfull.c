@@ -203,7 +203,6 @@ static void fragmented(rh_mutator *m, const char *where)
 		ok &= x->chk == mix(x->id) && x->id % 4 == (n - 1) % 4;
 	CHECK(seen == kept && ok, "%s, fragmented: the %llu nodes kept are intact (%llu)", where,
 	      (unsigned long long)kept, (unsigned long long)seen);
-	slots[0] = slots[1] = slots[2] = NULL;
 	rh_pop_frame(m, &f);
 }
 
@@ -258,8 +257,6 @@ static void full_in_little_room(rh_heap *h, rh_mutator *m)
 			ok &= x->chk == mix(x->id) && x->id % LISTS == (uint64_t)j;
 	CHECK(ok && seen == (n + 3) / 4, "full.R1: the nodes kept are intact (%llu of %llu)",
 	      (unsigned long long)seen, (unsigned long long)(n + 3) / 4);
-	for (int j = 0; j < LISTS; j++)
-		slots[j] = NULL;
 	rh_pop_frame(m, &f);
 }
 
