@@ -107,6 +107,10 @@ static void add_to_set(rh_heap *h, rh_region *r)
 	h->in_cset[r->index] = 1;
 	r->in_cset = 1;
 	r->retain = r->kind == RH_REGION_HUMONGOUS || r->kind == RH_REGION_HUMONGOUS_CONT;
+	/* swap.W4: the pause writes a forwarding header into each object it
+	 * moves (or a filler over each it drops): its pages go in writable. */
+	if (h->swap && !r->retain)
+		rh_swap_region_writes(h->swap, r->index, true);
 	size_t lo = (r->start - h->base) >> 3;
 	memset(&h->mark_bits[lo >> 6], 0, h->region_size / 64);
 }
@@ -207,6 +211,8 @@ static void keep_region(rh_gc *g, rh_region *r)
 {
 	rh_heap *h = g->h;
 	uint64_t live = 0;
+	if (h->swap)
+		rh_swap_region_writes(h->swap, r->index, false); /* swap.W4: done */
 	/* Every byte but the closing filler reached in place (one pass
 	 * counts only those; a dense region a full collection kept): nothing
 	 * to fill, no pin to clear, no walk. */

@@ -120,14 +120,12 @@ static int run_batch(rh_swap *s, uint32_t region, bool drop, size_t *kept_out)
 			dirty[nd++] = a;
 		}
 	}
-	/* Protect the dirty pages, one call per run, before copying them. */
-	for (size_t i = 0, j; i < nd; i = j) {
-		for (j = i + 1; j < nd && dirty[j] == dirty[j - 1] + RH_PAGE_SIZE; j++)
-			;
-		if (rh_uffd_protect(s, dirty[i], (j - i) * RH_PAGE_SIZE, true) < 0)
-			rh_panic("swap: write-protecting %#lx: %s", (unsigned long)dirty[i],
-			         strerror(errno));
-	}
+	/* Protect the dirty pages before copying them: one call from the
+	 * first to the last (swap.P4), since each call costs a TLB
+	 * shootdown, an interrupt to every CPU the heap's threads run on. */
+	if (nd && rh_uffd_protect(s, dirty[0], dirty[nd - 1] + RH_PAGE_SIZE - dirty[0], true) < 0)
+		rh_panic("swap: write-protecting %#lx: %s", (unsigned long)dirty[0],
+		         strerror(errno));
 	pthread_mutex_unlock(&s->lock);
 	if (n == 0) {
 		pthread_mutex_unlock(&s->evict_lock);
@@ -177,6 +175,9 @@ static int run_batch(rh_swap *s, uint32_t region, bool drop, size_t *kept_out)
 	}
 	atomic_fetch_sub(&s->resident, n - n_kept);
 	atomic_fetch_add(&s->st.pages_dropped, n_clean);
+	/* swap.W1: pages that left clean count against write prediction. */
+	if (n_clean)
+		rh_swap_wscore_add(s, region, -(int)(n_clean < 64 ? n_clean : 64));
 	if (drop)
 		atomic_fetch_add(&s->st.drop_failures, n_kept);
 	/* Step 4: parked faults retry (and fetch what was just written). */

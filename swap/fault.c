@@ -273,6 +273,30 @@ static size_t ra_window(rh_swap *s, uint32_t r, uint32_t q)
 	return w;
 }
 
+/* swap.W1: a page fetched on a read goes in writable, and DIRTY, when its
+ * region's pages were mostly written after their fetch lately: a first
+ * write costs a protection fault, an ioctl and a TLB shootdown, far more
+ * than writing back a page that stayed clean. One page in
+ * RH_WSCORE_SAMPLE goes in protected whatever the score, so that the
+ * region's first writes and clean evictions still move it. */
+bool rh_swap_wpredict(rh_swap *s, size_t pg)
+{
+	uint32_t r = (uint32_t)(pg / s->pages_per_region);
+	uint8_t v = __atomic_load_n(&s->wscore[r], __ATOMIC_RELAXED);
+	return v == RH_WSCORE_ALL || (pg % RH_WSCORE_SAMPLE != 0 && v >= RH_WSCORE_ON);
+}
+
+/* swap.W3: a hint; two updates at once may lose one. */
+void rh_swap_wscore_add(rh_swap *s, uint32_t region, int delta)
+{
+	int v = __atomic_load_n(&s->wscore[region], __ATOMIC_RELAXED);
+	if (v == RH_WSCORE_ALL)
+		return; /* swap.W4: the collector's hint holds until it ends */
+	v += delta;
+	v = v < 0 ? 0 : v > (int)RH_WSCORE_MAX ? (int)RH_WSCORE_MAX : v;
+	__atomic_store_n(&s->wscore[region], (uint8_t)v, __ATOMIC_RELAXED);
+}
+
 /* Read the claimed pages [a, a + n pages) from host h into a buffer of
  * this fault's own and install them, the faulting page last (waking it
  * finds its neighbours in). No lock is held across the read (swap.C4):
@@ -295,9 +319,11 @@ static void fetch_claimed(rh_swap *s, const rh_swap_host *h, uintptr_t a, size_t
 	}
 	if (!rh_swap_sums_ok(s, h, a, buf, n))
 		return; /* swap.I2: a corrupt page is fatal, never installed */
+	size_t pg = rh_swap_page(s, a);
 	for (size_t i = 1; i < n; i++)
-		install(s, a + i * RH_PAGE_SIZE, buf + i * RH_PAGE_SIZE, false, false);
-	install(s, a, buf, write, true);
+		install(s, a + i * RH_PAGE_SIZE, buf + i * RH_PAGE_SIZE,
+		        rh_swap_wpredict(s, pg + i), false);
+	install(s, a, buf, write || rh_swap_wpredict(s, pg), true);
 	slot_put(s, slot);
 	fetch_done(s);
 	atomic_fetch_add(&s->st.faults, 1);
@@ -391,6 +417,7 @@ static void on_write_protect(rh_swap *s, uintptr_t a)
 		/* swap.P1: CLEAN -> DIRTY under the lock the evictor claims with. */
 		rh_swap_set(s, pg, RH_PAGE_DIRTY);
 		atomic_fetch_add(&s->st.wp_faults, 1);
+		rh_swap_wscore_add(s, (uint32_t)(pg / s->pages_per_region), RH_WSCORE_WRITE);
 		/* fall through */
 	case RH_PAGE_DIRTY:
 		if (rh_uffd_protect(s, a, RH_PAGE_SIZE, false) < 0)

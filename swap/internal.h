@@ -41,6 +41,10 @@ struct rh_swap {
 	 * the last fetch (+0; 0: none yet). */
 	uint8_t *ra_win;
 	uint32_t *ra_end;
+	/* Write prediction (fault.c), per region, a relaxed-atomic hint
+	 * (swap.W3): a score that first writes to fetched pages raise and
+	 * clean evictions lower; high enough, fetched pages go in writable. */
+	uint8_t *wscore;
 	atomic_size_t resident;
 
 	int uffd, wake_fd;
@@ -81,6 +85,19 @@ struct rh_swap {
 		atomic_uint_fast64_t install_conflicts;
 	} st;
 };
+
+/* Write prediction (swap.W1-W3): a first write adds RH_WSCORE_WRITE to its
+ * region's score, a page evicted clean takes one off, within 0 and
+ * RH_WSCORE_MAX; at RH_WSCORE_ON or more the region's fetched pages are
+ * installed writable, but for one page in RH_WSCORE_SAMPLE, which keeps
+ * the score current. The score rises when more than one page in
+ * 1 + RH_WSCORE_WRITE is written before its eviction. */
+#define RH_WSCORE_WRITE 3u
+#define RH_WSCORE_ON 16u
+#define RH_WSCORE_MAX 64u
+#define RH_WSCORE_SAMPLE 4u
+/* The collector's hint (swap.W4): every page writable, the score frozen. */
+#define RH_WSCORE_ALL 255u
 
 static inline size_t rh_swap_page(const rh_swap *s, uintptr_t a)
 {
@@ -130,6 +147,11 @@ int rh_swap_evict_batch(rh_swap *s, uint32_t region, size_t *kept);
  * resident and CLEAN; the number written, 0 when none is dirty, -1 when
  * the write failed (the swap system has failed then). */
 int rh_swap_clean_batch(rh_swap *s, uint32_t region);
+
+/* Write prediction (fault.c): whether page pg, fetched on a read, goes in
+ * writable; the score's updates. */
+bool rh_swap_wpredict(rh_swap *s, size_t pg);
+void rh_swap_wscore_add(rh_swap *s, uint32_t region, int delta);
 
 /* Checksums (integrity.c), no-ops without o.checksum. The write-back path
  * records the bytes it sends for page a; the fetch path checks the n pages

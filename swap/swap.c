@@ -141,6 +141,7 @@ int rh_swap_open(const rh_swap_opts *o, rh_swap **out, rh_error *err)
 	s->log_head = calloc(s->n_regions, sizeof *s->log_head);
 	s->ra_win = malloc(s->n_regions);
 	s->ra_end = calloc(s->n_regions, sizeof *s->ra_end);
+	s->wscore = calloc(s->n_regions, 1);
 	if (s->ra_win)
 		memset(s->ra_win, (int)s->readahead, s->n_regions);
 	s->fslot_len = (1 + (size_t)o->readahead) * RH_PAGE_SIZE;
@@ -155,7 +156,7 @@ int rh_swap_open(const rh_swap_opts *o, rh_swap **out, rh_error *err)
 		rc = rh_err_set(err, RH_ENOMEM, "swap: out of memory for %zu page checksums",
 		                s->n_pages);
 	if (rc == RH_OK && (!s->hosts || !s->state || !s->tag || !s->log_head || !s->ra_win ||
-	                    !s->ra_end || !s->fbuf || !s->ebuf || !s->zero))
+	                    !s->ra_end || !s->wscore || !s->fbuf || !s->ebuf || !s->zero))
 		rc = rh_err_set(err, RH_ENOMEM, "swap: out of memory for %zu page states",
 		                s->n_pages);
 	if (rc == RH_OK)
@@ -230,6 +231,7 @@ void rh_swap_close(rh_swap *s)
 	free(s->tag);
 	free(s->log_head);
 	free(s->ra_win);
+	free(s->wscore);
 	free(s->ra_end);
 	rh_integ_free(&s->integ);
 	free(s);
@@ -259,6 +261,8 @@ void rh_swap_region_freed(rh_swap *s, uint32_t region)
 	                 (uint8_t)__atomic_load_n(&s->readahead, __ATOMIC_RELAXED),
 	                 __ATOMIC_RELAXED);
 	__atomic_store_n(&s->ra_end[region], 0, __ATOMIC_RELAXED);
+	/* swap.W2: nor its writes. */
+	__atomic_store_n(&s->wscore[region], 0, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&s->lock);
 	/* INIT promises zeros on the next touch, and the collector reuses
 	 * the region as zeroed memory while its host releases its copy:
@@ -388,6 +392,13 @@ void rh_swap_set_readahead(rh_swap *s, uint32_t pages)
 	memset(s->ra_win, (int)pages, s->n_regions);
 	memset(s->ra_end, 0, s->n_regions * sizeof *s->ra_end);
 	pthread_rwlock_unlock(&s->fault_lock);
+}
+
+void rh_swap_region_writes(rh_swap *s, uint32_t region, bool on)
+{
+	/* swap.W4: a hint like the score it replaces (swap.W3); off, the
+	 * region learns its mutators' writes from nothing. */
+	__atomic_store_n(&s->wscore[region], (uint8_t)(on ? RH_WSCORE_ALL : 0), __ATOMIC_RELAXED);
 }
 
 void rh_swap_region_filled(rh_swap *s, uint32_t region, size_t bytes)

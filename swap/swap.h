@@ -79,6 +79,12 @@ void rh_swap_close(rh_swap *s);
  * tells the host to release them). Safe while the swap threads run. */
 void rh_swap_region_freed(rh_swap *s, uint32_t region);
 
+/* The collector is about to write most of what it reads in the region
+ * (on: forwarding headers of the objects it evacuates, fillers where it
+ * keeps it in place), or is done with it (off): while on, every page of
+ * the region fetched goes in writable (swap.W4). Freeing ends it too. */
+void rh_swap_region_writes(rh_swap *s, uint32_t region, bool on);
+
 /* A tracer wrote [start, start + bytes) of a free region (an evacuation
  * destination): its pages are fetched from there on first touch. */
 void rh_swap_region_filled(rh_swap *s, uint32_t region, size_t bytes);
