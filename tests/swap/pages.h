@@ -1,13 +1,17 @@
 /* What the page-level swap tests share: a byte pattern that differs from
- * page to page, a way to wait for a fault to be fully served, and the
- * pages the resident count must say. */
+ * page to page, a way to wait for a fault to be fully served, the pages
+ * the resident count must say, a deadline and the byte-array type their
+ * pages live in. */
 #ifndef RH_TEST_SWAP_PAGES_H
 #define RH_TEST_SWAP_PAGES_H
 
 #include <pthread.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <unistd.h>
 
+#include "rheap/rheap.h"
 #include "swap/internal.h"
 
 static inline uint8_t pattern(size_t i)
@@ -32,6 +36,31 @@ static inline size_t count_resident(rh_swap *s)
 		k += st == RH_PAGE_CLEAN || st == RH_PAGE_DIRTY;
 	}
 	return k;
+}
+
+static inline void swap_stuck(int sig)
+{
+	static const char msg[] = "not ok: stuck\n";
+	ssize_t w = write(1, msg, sizeof msg - 1);
+	(void)w;
+	(void)sig;
+	_exit(1);
+}
+
+/* A test still running after `seconds` fails, saying so, before the
+ * harness's timeout would (a fault served forever, a lost wake-up). */
+static inline void swap_deadline(unsigned seconds)
+{
+	signal(SIGALRM, swap_stuck);
+	alarm(seconds);
+}
+
+/* The byte-array type the tests fill pages of. */
+static inline rh_type_id swap_bytes_type(rh_heap *h, rh_error *err)
+{
+	rh_type_desc bytes = {
+	        .name = "bytes", .layout = RH_LAYOUT_BYTE_ARRAY, .size = 16, .elem_size = 1};
+	return rh_type_register(h, &bytes, err);
 }
 
 #endif

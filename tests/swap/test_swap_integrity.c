@@ -80,9 +80,7 @@ static void vm(cluster *c, int checksum)
 		printf("# open: %s\n", err.msg);
 		_exit(EXIT_SETUP);
 	}
-	rh_type_desc bytes = {
-	        .name = "bytes", .layout = RH_LAYOUT_BYTE_ARRAY, .size = 16, .elem_size = 1};
-	rh_type_id t_bytes = rh_type_register(h, &bytes, &err);
+	rh_type_id t_bytes = swap_bytes_type(h, &err);
 	static void *arr;
 	rh_global_add(h, &arr);
 	rh_mutator *m = rh_mutator_attach(h, &err);

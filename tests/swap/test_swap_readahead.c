@@ -19,15 +19,6 @@
 
 #define WINDOW 8
 
-static void on_alarm(int sig)
-{
-	static const char msg[] = "not ok: stuck\n";
-	ssize_t w = write(1, msg, sizeof msg - 1);
-	(void)w;
-	(void)sig;
-	_exit(1);
-}
-
 typedef struct pass {
 	uint64_t faults, ra_pages;
 	size_t bad; /* bytes read back wrong */
@@ -58,8 +49,7 @@ static pass read_pages(rh_swap *s, uint32_t region, const uint8_t *base, size_t 
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	signal(SIGALRM, on_alarm);
-	alarm(40);
+	swap_deadline(40);
 	cluster_test ct = {.timeout_ms = 3000};
 	int rc = cluster_test_begin(&ct, argc, argv, "");
 	if (rc)
@@ -70,9 +60,7 @@ int main(int argc, char **argv)
 	CHECK(s->o.readahead_adaptive && s->readahead == WINDOW,
 	      "the default is adaptive, at most %d pages (%d, %u)", WINDOW,
 	      (int)s->o.readahead_adaptive, s->readahead);
-	rh_type_desc bytes = {
-	        .name = "bytes", .layout = RH_LAYOUT_BYTE_ARRAY, .size = 16, .elem_size = 1};
-	rh_type_id t_bytes = rh_type_register(h, &bytes, &err);
+	rh_type_id t_bytes = swap_bytes_type(h, &err);
 	static void *arr;
 	rh_global_add(h, &arr);
 	rh_mutator *m = rh_mutator_attach(h, &err);

@@ -25,15 +25,6 @@
 #include "tests/common/cluster.h"
 #include "tests/swap/pages.h"
 
-static void on_alarm(int sig)
-{
-	static const char msg[] = "not ok: stuck\n";
-	ssize_t w = write(1, msg, sizeof msg - 1);
-	(void)w;
-	(void)sig;
-	_exit(1);
-}
-
 /* The byte at offset i of the array's bytes, whose first region starts at
  * offset off1: the pattern, with byte 1 of each written page bumped once
  * per write (bumps: per page from that region's start). */
@@ -118,8 +109,7 @@ static uint32_t read_only(rh_swap *s, const uint8_t *b, uint32_t np)
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	signal(SIGALRM, on_alarm);
-	alarm(50);
+	swap_deadline(50);
 	cluster_test ct = {.timeout_ms = 3000};
 	int rc = cluster_test_begin(&ct, argc, argv, "");
 	if (rc)
@@ -127,9 +117,7 @@ int main(int argc, char **argv)
 	rh_heap *h = ct.heap;
 	rh_error err;
 	rh_swap *s = h->swap;
-	rh_type_desc bytes = {
-	        .name = "bytes", .layout = RH_LAYOUT_BYTE_ARRAY, .size = 16, .elem_size = 1};
-	rh_type_id t_bytes = rh_type_register(h, &bytes, &err);
+	rh_type_id t_bytes = swap_bytes_type(h, &err);
 	static void *arr;
 	rh_global_add(h, &arr);
 	rh_mutator *m = rh_mutator_attach(h, &err);
