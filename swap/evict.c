@@ -175,9 +175,10 @@ static int run_batch(rh_swap *s, uint32_t region, bool drop, size_t *kept_out)
 	}
 	atomic_fetch_sub(&s->resident, n - n_kept);
 	atomic_fetch_add(&s->st.pages_dropped, n_clean);
-	/* swap.W1: pages that left clean count against write prediction. */
+	/* swap.W1: pages that left clean count against write prediction
+	 * (at most RH_EVICT_BATCH; the score keeps itself within bounds). */
 	if (n_clean)
-		rh_swap_wscore_add(s, region, -(int)(n_clean < 64 ? n_clean : 64));
+		rh_swap_wscore_add(s, region, -(int)n_clean);
 	if (drop)
 		atomic_fetch_add(&s->st.drop_failures, n_kept);
 	/* Step 4: parked faults retry (and fetch what was just written). */
