@@ -137,6 +137,8 @@ static int run_batch(rh_swap *s, uint32_t region, bool drop, size_t *kept_out)
 		pthread_mutex_unlock(&s->evict_lock);
 		return -1;
 	}
+	/* swap.W5: ebuf holds the bytes just written back. */
+	rh_swap_wcheck(s, region, dirty, s->ebuf, nd);
 	/* Step 3: drop; the memory server holds every byte now. One call per
 	 * run of adjacent pages. Cleaning keeps them all: protected since
 	 * step 1, equal to the memory server's copy, so CLEAN. */

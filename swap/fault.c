@@ -138,9 +138,28 @@ static void slot_put(rh_swap *s, uint32_t i)
 	atomic_fetch_or(&s->fslots, 1u << i);
 }
 
+/* The CRC32C of page pg's bytes just fetched into, or written back from,
+ * `bytes`: with checksums on, the integrity check has just computed it
+ * (swap.I1, I2: after a fetch's check or a write-back, the sum is that of
+ * the bytes that crossed). */
+static uint32_t page_crc(rh_swap *s, size_t pg, const void *bytes)
+{
+	return s->o.checksum ? s->integ.sum[pg] : rh_integ_crc(bytes);
+}
+
+/* swap.W5: how the page pg came in, before its state is stored (release),
+ * so that the evictor's claim sees this residency's flag and sum. */
+static void note_pred(rh_swap *s, size_t pg, const void *src, bool pred)
+{
+	if (pred)
+		s->wsum[pg] = page_crc(s, pg, src);
+	s->wpred[pg] = pred;
+}
+
 /* Install one claimed page (swap.C1: this thread's CAS made it FETCHING,
- * so no other thread installs it). The caller counted it resident. */
-static void install(rh_swap *s, uintptr_t a, const void *src, bool writable, bool wake)
+ * so no other thread installs it); pred: writable on a prediction
+ * (swap.W5). The caller counted it resident. */
+static void install(rh_swap *s, uintptr_t a, const void *src, bool writable, bool pred, bool wake)
 {
 	size_t pg = rh_swap_page(s, a);
 	uint8_t st = writable ? RH_PAGE_DIRTY : RH_PAGE_CLEAN;
@@ -159,14 +178,40 @@ static void install(rh_swap *s, uintptr_t a, const void *src, bool writable, boo
 		 * whatever threads saw or wrote in it is kept. The copy just
 		 * fetched is discarded. */
 		st = RH_PAGE_DIRTY;
+		pred = false;
 		atomic_fetch_add(&s->st.install_conflicts, 1);
 		if (wake)
 			rh_uffd_wake(s, a, RH_PAGE_SIZE);
 	} else if (rc < 0) {
 		rh_panic("swap: UFFDIO_COPY at %#lx failed: %s", (unsigned long)a, strerror(-rc));
 	}
+	note_pred(s, pg, src, pred);
 	/* swap.P2: FETCHING -> CLEAN or DIRTY after a whole-page copy. */
 	rh_swap_set(s, pg, st);
+}
+
+/* Install n claimed pages from a by one copy, the pages from pred_from on
+ * writable on a prediction (swap.W5); each ioctl costs a system call,
+ * which on this kind of virtual machine is a microsecond before any work.
+ * From a page found mapped already (EEXIST) on, page by page. */
+static void install_run(rh_swap *s, uintptr_t a, const uint8_t *src, size_t n, bool writable,
+                        size_t pred_from, bool wake)
+{
+	size_t pg = rh_swap_page(s, a), bytes = 0;
+	int rc = n > 1 ? rh_uffd_copy(s, a, src, n * RH_PAGE_SIZE, !writable, wake, &bytes) : 0;
+	size_t done = bytes / RH_PAGE_SIZE;
+	if (rc < 0 && rc != -EEXIST)
+		rh_panic("swap: UFFDIO_COPY at %#lx failed: %s", (unsigned long)(a + bytes),
+		         strerror(-rc));
+	for (size_t i = 0; i < done; i++) {
+		note_pred(s, pg + i, src + i * RH_PAGE_SIZE, i >= pred_from);
+		/* swap.P2: FETCHING -> CLEAN or DIRTY after a whole-page copy. */
+		rh_swap_set(s, pg + i, writable ? RH_PAGE_DIRTY : RH_PAGE_CLEAN);
+	}
+	/* The kernel woke the faulter if it copied the first page. */
+	for (size_t i = done; i < n; i++)
+		install(s, a + i * RH_PAGE_SIZE, src + i * RH_PAGE_SIZE, writable, i >= pred_from,
+		        wake && i == 0);
 }
 
 /* A fault on a fresh (INIT) page. On a write: that page and the INIT pages
@@ -193,13 +238,15 @@ static bool zero_fault(rh_swap *s, uintptr_t a, bool write)
 	size_t bytes;
 	int err = -rh_uffd_copy(s, a, s->zero, n * RH_PAGE_SIZE, !write, true, &bytes);
 	size_t done = bytes / RH_PAGE_SIZE;
-	for (size_t i = 0; i < done; i++)
+	for (size_t i = 0; i < done; i++) {
+		note_pred(s, pg + i, NULL, false);
 		/* swap.P2: FETCHING -> DIRTY (or CLEAN), zero pages installed whole. */
 		rh_swap_set(s, pg + i, write ? RH_PAGE_DIRTY : RH_PAGE_CLEAN);
+	}
 	if (done == 0) {
 		/* Not even the faulting page (EEXIST, or an error install
 		 * reports): the one-page path handles both. */
-		install(s, a, s->zero, write, true);
+		install(s, a, s->zero, write, false, true);
 		done = 1;
 	} else if (err && err != EEXIST) {
 		rh_panic("swap: UFFDIO_COPY at %#lx failed: %s",
@@ -209,7 +256,7 @@ static bool zero_fault(rh_swap *s, uintptr_t a, bool write)
 		 * taken as install takes one (DIRTY and counted), the rest go
 		 * back to INIT for their own faults, and the faulter is woken
 		 * whatever the kernel did. */
-		install(s, a + done * RH_PAGE_SIZE, s->zero, true, false);
+		install(s, a + done * RH_PAGE_SIZE, s->zero, true, false, false);
 		rh_uffd_wake(s, a, RH_PAGE_SIZE);
 		done++;
 	}
@@ -273,17 +320,14 @@ static size_t ra_window(rh_swap *s, uint32_t r, uint32_t q)
 	return w;
 }
 
-/* swap.W1: a page fetched on a read goes in writable, and DIRTY, when its
- * region's pages were mostly written after their fetch lately: a first
+/* swap.W1: pages of region r fetched on a read go in writable, and DIRTY,
+ * when its pages were mostly written after their fetch lately: a first
  * write costs a protection fault, an ioctl and a TLB shootdown, far more
- * than writing back a page that stayed clean. One page in
- * RH_WSCORE_SAMPLE goes in protected whatever the score, so that the
- * region's first writes and clean evictions still move it. */
-bool rh_swap_wpredict(rh_swap *s, size_t pg)
+ * than writing back a page that stayed clean. swap.W5 keeps the score
+ * current while it holds. */
+bool rh_swap_wpredict(rh_swap *s, uint32_t r)
 {
-	uint32_t r = (uint32_t)(pg / s->pages_per_region);
-	uint8_t v = __atomic_load_n(&s->wscore[r], __ATOMIC_RELAXED);
-	return v == RH_WSCORE_ALL || (pg % RH_WSCORE_SAMPLE != 0 && v >= RH_WSCORE_ON);
+	return __atomic_load_n(&s->wscore[r], __ATOMIC_RELAXED) >= RH_WSCORE_ON;
 }
 
 /* swap.W3: a hint; two updates at once may lose one. */
@@ -295,6 +339,30 @@ void rh_swap_wscore_add(rh_swap *s, uint32_t region, int delta)
 	v += delta;
 	v = v < 0 ? 0 : v > (int)RH_WSCORE_MAX ? (int)RH_WSCORE_MAX : v;
 	__atomic_store_n(&s->wscore[region], (uint8_t)v, __ATOMIC_RELAXED);
+}
+
+/* swap.W5: the dirty pages of a batch, their bytes as written back: each
+ * that went in on a prediction tells whether it was written meanwhile.
+ * Under evict_lock, the pages EVICTING: the evictor's own. */
+void rh_swap_wcheck(rh_swap *s, uint32_t region, const uintptr_t *addrs, const uint8_t *bytes,
+                    size_t n)
+{
+	int written = 0, unwritten = 0;
+	for (size_t i = 0; i < n; i++) {
+		size_t pg = rh_swap_page(s, addrs[i]);
+		if (!s->wpred[pg])
+			continue;
+		s->wpred[pg] = 0;
+		if (page_crc(s, pg, bytes + i * RH_PAGE_SIZE) != s->wsum[pg])
+			written++;
+		else
+			unwritten++;
+	}
+	if (!written && !unwritten)
+		return;
+	atomic_fetch_add(&s->st.pred_written, (uint64_t)written);
+	atomic_fetch_add(&s->st.pred_unwritten, (uint64_t)unwritten);
+	rh_swap_wscore_add(s, region, written * (int)RH_WSCORE_WRITE - unwritten);
 }
 
 /* Read the claimed pages [a, a + n pages) from host h into a buffer of
@@ -320,10 +388,18 @@ static void fetch_claimed(rh_swap *s, const rh_swap_host *h, uintptr_t a, size_t
 	if (!rh_swap_sums_ok(s, h, a, buf, n))
 		return; /* swap.I2: a corrupt page is fatal, never installed */
 	size_t pg = rh_swap_page(s, a);
-	for (size_t i = 1; i < n; i++)
-		install(s, a + i * RH_PAGE_SIZE, buf + i * RH_PAGE_SIZE,
-		        rh_swap_wpredict(s, pg + i), false);
-	install(s, a, buf, write || rh_swap_wpredict(s, pg), true);
+	bool pred = rh_swap_wpredict(s, (uint32_t)(pg / s->pages_per_region));
+	if (write && !pred && n > 1) {
+		/* The readahead protected, the faulting page writable: two
+		 * copies, the faulting page last (waking it finds its
+		 * neighbours in). */
+		install_run(s, a + RH_PAGE_SIZE, buf + RH_PAGE_SIZE, n - 1, false, n, false);
+		install_run(s, a, buf, 1, true, 1, true);
+	} else {
+		/* One copy; the faulting page of a write is written, not
+		 * predicted. */
+		install_run(s, a, buf, n, write || pred, pred ? write : n, true);
+	}
 	slot_put(s, slot);
 	fetch_done(s);
 	atomic_fetch_add(&s->st.faults, 1);

@@ -45,6 +45,10 @@ struct rh_swap {
 	 * (swap.W3): a score that first writes to fetched pages raise and
 	 * clean evictions lower; high enough, fetched pages go in writable. */
 	uint8_t *wscore;
+	/* swap.W5, per page, the current residency's: 1 if the page went in
+	 * writable on a read, and then the CRC32C of the bytes it came with. */
+	uint8_t *wpred;
+	uint32_t *wsum;
 	atomic_size_t resident;
 
 	int uffd, wake_fd;
@@ -79,23 +83,22 @@ struct rh_swap {
 	struct {
 		atomic_uint_fast64_t faults, zero_faults, wp_faults, readahead_pages, bytes_fetched,
 		        bytes_evicted, pages_dropped, batches, drop_failures, budget_waits,
-		        budget_wait_ns;
+		        budget_wait_ns, pred_written, pred_unwritten;
 		/* installs that found a page mapped (EEXIST): none unless a
 		 * page was mapped behind the protocol's back (swap.C1) */
 		atomic_uint_fast64_t install_conflicts;
 	} st;
 };
 
-/* Write prediction (swap.W1-W3): a first write adds RH_WSCORE_WRITE to its
- * region's score, a page evicted clean takes one off, within 0 and
- * RH_WSCORE_MAX; at RH_WSCORE_ON or more the region's fetched pages are
- * installed writable, but for one page in RH_WSCORE_SAMPLE, which keeps
- * the score current. The score rises when more than one page in
+/* Write prediction (swap.W1-W5): a first write, or a predicted page found
+ * written at its write-back, adds RH_WSCORE_WRITE to its region's score; a
+ * page evicted clean, or predicted and found unwritten, takes one off;
+ * within 0 and RH_WSCORE_MAX. At RH_WSCORE_ON or more the region's fetched
+ * pages are installed writable. The score rises when more than one page in
  * 1 + RH_WSCORE_WRITE is written before its eviction. */
 #define RH_WSCORE_WRITE 3u
 #define RH_WSCORE_ON 16u
 #define RH_WSCORE_MAX 64u
-#define RH_WSCORE_SAMPLE 4u
 /* The collector's hint (swap.W4): every page writable, the score frozen. */
 #define RH_WSCORE_ALL 255u
 
@@ -148,10 +151,13 @@ int rh_swap_evict_batch(rh_swap *s, uint32_t region, size_t *kept);
  * the write failed (the swap system has failed then). */
 int rh_swap_clean_batch(rh_swap *s, uint32_t region);
 
-/* Write prediction (fault.c): whether page pg, fetched on a read, goes in
- * writable; the score's updates. */
-bool rh_swap_wpredict(rh_swap *s, size_t pg);
+/* Write prediction (fault.c): whether pages of region r fetched on a read
+ * go in writable; the score's updates; swap.W5's check of the n dirty
+ * pages at addrs[i], copied to bytes + i pages for their write-back. */
+bool rh_swap_wpredict(rh_swap *s, uint32_t r);
 void rh_swap_wscore_add(rh_swap *s, uint32_t region, int delta);
+void rh_swap_wcheck(rh_swap *s, uint32_t region, const uintptr_t *addrs, const uint8_t *bytes,
+                    size_t n);
 
 /* Checksums (integrity.c), no-ops without o.checksum. The write-back path
  * records the bytes it sends for page a; the fetch path checks the n pages

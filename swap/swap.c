@@ -142,6 +142,8 @@ int rh_swap_open(const rh_swap_opts *o, rh_swap **out, rh_error *err)
 	s->ra_win = malloc(s->n_regions);
 	s->ra_end = calloc(s->n_regions, sizeof *s->ra_end);
 	s->wscore = calloc(s->n_regions, 1);
+	s->wpred = calloc(s->n_pages, 1);
+	s->wsum = malloc(s->n_pages * sizeof *s->wsum);
 	if (s->ra_win)
 		memset(s->ra_win, (int)s->readahead, s->n_regions);
 	s->fslot_len = (1 + (size_t)o->readahead) * RH_PAGE_SIZE;
@@ -155,8 +157,9 @@ int rh_swap_open(const rh_swap_opts *o, rh_swap **out, rh_error *err)
 	if (o->checksum && rh_integ_init(&s->integ, s->n_pages) != 0)
 		rc = rh_err_set(err, RH_ENOMEM, "swap: out of memory for %zu page checksums",
 		                s->n_pages);
-	if (rc == RH_OK && (!s->hosts || !s->state || !s->tag || !s->log_head || !s->ra_win ||
-	                    !s->ra_end || !s->wscore || !s->fbuf || !s->ebuf || !s->zero))
+	if (rc == RH_OK &&
+	    (!s->hosts || !s->state || !s->tag || !s->log_head || !s->ra_win || !s->ra_end ||
+	     !s->wscore || !s->wpred || !s->wsum || !s->fbuf || !s->ebuf || !s->zero))
 		rc = rh_err_set(err, RH_ENOMEM, "swap: out of memory for %zu page states",
 		                s->n_pages);
 	if (rc == RH_OK)
@@ -232,6 +235,8 @@ void rh_swap_close(rh_swap *s)
 	free(s->log_head);
 	free(s->ra_win);
 	free(s->wscore);
+	free(s->wpred);
+	free(s->wsum);
 	free(s->ra_end);
 	rh_integ_free(&s->integ);
 	free(s);
@@ -357,6 +362,8 @@ void rh_swap_stats_get(rh_swap *s, rh_swap_stats *out)
 	out->drop_failures = atomic_load(&s->st.drop_failures);
 	out->budget_waits = atomic_load(&s->st.budget_waits);
 	out->budget_wait_ns = atomic_load(&s->st.budget_wait_ns);
+	out->pred_written = atomic_load(&s->st.pred_written);
+	out->pred_unwritten = atomic_load(&s->st.pred_unwritten);
 	out->resident_pages = atomic_load(&s->resident);
 	out->budget_pages = s->budget_pages;
 }

@@ -67,6 +67,9 @@ typedef struct rh_swap_stats {
 	uint64_t drop_failures; /* evicted pages MADV_DONTNEED failed to drop (kept) */
 	uint64_t budget_waits;  /* faults that waited for the evictor to make room */
 	uint64_t budget_wait_ns;
+	/* Pages installed writable on a read, at their write-back (swap.W5):
+	 * changed while resident, or not (a needless write-back). */
+	uint64_t pred_written, pred_unwritten;
 	uint64_t resident_pages;
 	uint64_t budget_pages;
 } rh_swap_stats;

@@ -63,27 +63,34 @@ static inline void cluster_kill(pid_t *pid, int n)
 		}
 }
 
+/* rm -rf dir in a child; 1 if it went. */
+static inline int cluster_rm(const char *dir)
+{
+	pid_t p = fork();
+	if (p == 0) {
+		char *const argv[] = {"rm", "-rf", "--", (char *)dir, NULL};
+		execv("/bin/rm", argv);
+		_exit(127);
+	}
+	int st = 1;
+	return p > 0 && waitpid(p, &st, 0) == p && st == 0;
+}
+
 /* The directory goes first: once its tracers die, the heap's threads may
  * end the process (memory server lost, status 75) before anything else
- * here runs. */
+ * here runs. A tracer still running may write its status file between
+ * rm's listing and its rmdir (a session it sees end rewrites the file),
+ * so a removal that failed is tried again once the tracers are gone. */
 static inline void cluster_reap(char *dir, pid_t *pid, int n)
 {
-	if (dir[0]) {
-		pid_t p = fork();
-		if (p == 0) {
-			char *const argv[] = {"rm", "-rf", "--", dir, NULL};
-			execv("/bin/rm", argv);
-			_exit(127);
-		}
-		int st = 1;
-		if (p < 0 || waitpid(p, &st, 0) < 0 || st != 0) {
-			static const char msg[] = "cluster: could not remove the test directory\n";
-			if (write(2, msg, sizeof msg - 1) < 0)
-				st = 1;
-		}
-		dir[0] = 0;
-	}
+	int gone = !dir[0] || cluster_rm(dir);
 	cluster_kill(pid, n);
+	if (!gone && !cluster_rm(dir)) {
+		static const char msg[] = "cluster: could not remove the test directory\n";
+		if (write(2, msg, sizeof msg - 1) < 0)
+			gone = 0;
+	}
+	dir[0] = 0;
 }
 
 static inline void cluster_reap_all(void)

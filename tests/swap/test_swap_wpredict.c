@@ -1,17 +1,18 @@
-/* Write prediction (docs/swap.md, "Write prediction", swap.W1-W3).
+/* Write prediction (docs/swap.md, "Write prediction", swap.W1-W5).
  *
  * - Written: a region whose pages are each written just after a read
  *   fault brought them in learns it. After the first writes that lift its
- *   score to RH_WSCORE_ON, read faults install its pages writable and
- *   DIRTY and the writes after them take no protection fault, but for one
- *   page in RH_WSCORE_SAMPLE, which still comes in CLEAN.
+ *   score to RH_WSCORE_ON, read faults install every page of it writable
+ *   and DIRTY and the writes after them take no protection fault. Evicted,
+ *   those pages are found written (swap.W5) and the score stays up.
  * - Read: a region whose pages are only read keeps installing them CLEAN.
- * - Falls back: once the written region's pages are only read, the
- *   sampled pages that leave clean lower its score, and within the rounds
- *   the score's range allows its read faults install CLEAN again.
+ * - Falls back: once the written region's pages are only read, its
+ *   evictions find the predicted pages unwritten (swap.W5: no page of it
+ *   comes in CLEAN, so nothing else could lower the score), and within the
+ *   rounds the score's range allows its read faults install CLEAN again.
  * - Hinted: while the collector says it writes a region
- *   (rh_swap_region_writes on), every page of it comes in DIRTY, sampled
- *   or not, and clean evictions do not end that; off, the region starts
+ *   (rh_swap_region_writes on), every page of it comes in DIRTY, and
+ *   evictions of unwritten pages do not end that; off, the region starts
  *   from nothing and installs CLEAN.
  * - Nothing is lost: pages installed DIRTY on a prediction, written or
  *   not, are written back on eviction, and every byte of both regions
@@ -34,11 +35,6 @@ static uint8_t expect(size_t i, size_t off1, const uint8_t *bumps)
 	return (i - off1) % RH_PAGE_SIZE == 1 ? (uint8_t)(b + bumps[(i - off1) / RH_PAGE_SIZE]) : b;
 }
 
-static bool sampled(rh_swap *s, const uint8_t *p)
-{
-	return rh_swap_page(s, (uintptr_t)p) % RH_WSCORE_SAMPLE == 0;
-}
-
 static void flush(rh_swap *s, uint32_t region)
 {
 	rh_error err;
@@ -50,10 +46,8 @@ static void flush(rh_swap *s, uint32_t region)
  * pages came in, and the protection faults the writes took. */
 typedef struct tally {
 	uint32_t learn;       /* pages before the first predicted one */
-	uint32_t clean_wrong; /* non-sampled pages past learn that came in CLEAN */
-	uint32_t wp_after;    /* protection faults of non-sampled pages past learn */
-	uint32_t sampled_ok;  /* sampled pages past learn: CLEAN, one fault */
-	uint32_t sampled_n;
+	uint32_t clean_wrong; /* pages past learn that came in CLEAN */
+	uint32_t wp_after;    /* protection faults of pages past learn */
 } tally;
 
 static tally read_write(rh_swap *s, uint8_t *b, uint32_t np, uint8_t *bumps)
@@ -75,35 +69,30 @@ static tally read_write(rh_swap *s, uint8_t *b, uint32_t np, uint8_t *bumps)
 			t.learn = i;
 		if (t.learn == UINT32_MAX)
 			continue;
-		if (sampled(s, (const uint8_t *)p)) {
-			t.sampled_n++;
-			t.sampled_ok += st == RH_PAGE_CLEAN && wp == 1;
-		} else {
-			t.clean_wrong += st != RH_PAGE_DIRTY;
-			t.wp_after += (uint32_t)wp;
-		}
+		t.clean_wrong += st != RH_PAGE_DIRTY;
+		t.wp_after += (uint32_t)wp;
 	}
 	return t;
 }
 
-/* Read every page of the region: the pages that came in DIRTY, sampled
- * ones too if `all`, else the others only. */
-static uint32_t read_pages(rh_swap *s, const uint8_t *b, uint32_t np, bool all)
+/* Read every page of the region: the pages that came in DIRTY. */
+static uint32_t read_only(rh_swap *s, const uint8_t *b, uint32_t np)
 {
 	uint32_t dirty = 0;
 	for (uint32_t i = 0; i < np; i++) {
 		const volatile uint8_t *p = b + (size_t)i * RH_PAGE_SIZE;
 		(void)p[0];
 		settle(s);
-		if (all || !sampled(s, (const uint8_t *)p))
-			dirty += rh_swap_page_state(s, (uintptr_t)p) == RH_PAGE_DIRTY;
+		dirty += rh_swap_page_state(s, (uintptr_t)p) == RH_PAGE_DIRTY;
 	}
 	return dirty;
 }
 
-static uint32_t read_only(rh_swap *s, const uint8_t *b, uint32_t np)
+static rh_swap_stats stats(rh_swap *s)
 {
-	return read_pages(s, b, np, false);
+	rh_swap_stats st;
+	rh_swap_stats_get(s, &st);
+	return st;
 }
 
 int main(int argc, char **argv)
@@ -152,13 +141,17 @@ int main(int argc, char **argv)
 	      "(%u)",
 	      learn, learn, t.learn);
 	CHECK(t.clean_wrong == 0 && t.wp_after == 0,
-	      "written: past them every non-sampled page came in DIRTY (%u CLEAN) and its "
-	      "write took no protection fault (%u)",
+	      "written: past them every page came in DIRTY (%u CLEAN) and its write took no "
+	      "protection fault (%u)",
 	      t.clean_wrong, t.wp_after);
-	CHECK(t.sampled_n >= np / RH_WSCORE_SAMPLE - learn && t.sampled_ok == t.sampled_n,
-	      "written: the sampled pages (one in %u) still came in CLEAN and took their "
-	      "first-write fault (%u of %u)",
-	      RH_WSCORE_SAMPLE, t.sampled_ok, t.sampled_n);
+	rh_swap_stats s0 = stats(s);
+	flush(s, reg1);
+	rh_swap_stats s1 = stats(s);
+	uint64_t pw = s1.pred_written - s0.pred_written, pu = s1.pred_unwritten - s0.pred_unwritten;
+	CHECK(pw == np - t.learn && pu == 0 && s->wscore[reg1] == RH_WSCORE_MAX,
+	      "written: evicted, the %u predicted pages were found written (%llu, %llu "
+	      "unwritten) and the score is at its top (%u)",
+	      np - t.learn, (unsigned long long)pw, (unsigned long long)pu, s->wscore[reg1]);
 
 	/* Read. */
 	flush(s, reg2);
@@ -166,27 +159,37 @@ int main(int argc, char **argv)
 	CHECK(d2 == 0, "read: a region only read installs every page CLEAN (%u DIRTY)", d2);
 	CHECK(s->wscore[reg2] == 0, "read: its score stays 0 (%u)", s->wscore[reg2]);
 
-	/* Falls back: each round's sampled pages leave clean. */
-	uint32_t rounds = RH_WSCORE_MAX / (np / RH_WSCORE_SAMPLE) + 2, k, d1 = 1;
+	/* Falls back: every page comes in DIRTY, so only swap.W5's finding
+	 * them unwritten at their eviction lowers the score. */
+	uint32_t rounds = RH_WSCORE_MAX / np + 2, k, d1 = 1;
+	s0 = stats(s);
 	for (k = 0; k < rounds && d1; k++) {
 		flush(s, reg1);
 		d1 = read_only(s, b1, np);
 	}
+	s1 = stats(s);
 	CHECK(d1 == 0,
 	      "falls back: read only, the region installs CLEAN again within %u rounds (%u; "
 	      "%u DIRTY in the last, score %u)",
 	      rounds, k, d1, s->wscore[reg1]);
+	CHECK(s1.pred_unwritten > s0.pred_unwritten && s1.pred_written == s0.pred_written,
+	      "falls back: its predicted pages were found unwritten (%llu) and none written "
+	      "(%llu)",
+	      (unsigned long long)(s1.pred_unwritten - s0.pred_unwritten),
+	      (unsigned long long)(s1.pred_written - s0.pred_written));
 
-	/* Hinted: region 2 learned nothing of writes. The flush drops the
-	 * pages the reads above left CLEAN: clean evictions, which must not
-	 * end the hint. */
+	/* Hinted: region 2 learned nothing of writes. The flushes drop pages
+	 * the reads left unwritten: found so, they must not end the hint. */
 	rh_swap_region_writes(s, reg2, true);
 	flush(s, reg2);
-	uint32_t h1 = read_pages(s, b2, np, true), h2;
-	CHECK(h1 == np, "hinted: every page of the region comes in DIRTY (%u of %u)", h1, np);
+	uint32_t h1 = read_only(s, b2, np), h2;
+	flush(s, reg2);
+	uint32_t h1b = read_only(s, b2, np);
+	CHECK(h1 == np && h1b == np,
+	      "hinted: every page of the region comes in DIRTY (%u and %u of %u)", h1, h1b, np);
 	rh_swap_region_writes(s, reg2, false);
 	flush(s, reg2);
-	h2 = read_pages(s, b2, np, true);
+	h2 = read_only(s, b2, np);
 	CHECK(h2 == 0, "hint off: the region installs CLEAN again (%u DIRTY)", h2);
 
 	/* Nothing is lost. */
