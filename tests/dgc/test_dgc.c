@@ -2,7 +2,10 @@
  * tracers mark their mostly evicted old regions concurrently (MSCT) and
  * remark and evacuate them in stop-the-world CSSCs.
  *
- * usage: test-dgc TRACERD PROVIDER MODE [mutations [live MiB]]
+ * usage: test-dgc TRACERD PROVIDER MODE [mutations [live MiB [pauses]]]
+ *
+ * pauses: the collections each mutator thread forces (default 12); each is
+ * verified, which fetches the whole forest back through the cache.
  *
  *   torture              4 mutators move subtrees of a forest of old nodes
  *                        at random, 10 % cache, verifier after every pause;
@@ -1352,7 +1355,7 @@ int main(int argc, char **argv)
 {
 	if (argc < 4) {
 		fprintf(stderr,
-		        "usage: %s TRACERD PROVIDER MODE [mutations [live MiB]]\n"
+		        "usage: %s TRACERD PROVIDER MODE [mutations [live MiB [pauses]]]\n"
 		        "modes: torture torture-offload-off torture-threads remark-off pins "
 		        "kill-msct\n"
 		        "       kill-cssc\n"
@@ -1371,10 +1374,14 @@ int main(int argc, char **argv)
 	if (argc <= 4 && scale && atol(scale) > 0)
 		opts.mutations = atol(scale);
 	opts.live_mib = argc > 5 ? strtoull(argv[5], NULL, 10) : 40;
-	/* About a dozen forced pauses per thread, whatever the count. */
-	opts.collect_every = (uint64_t)opts.mutations / THREADS / 12 + 1;
-	if (opts.mutations <= 0 || opts.live_mib < 4) {
-		fprintf(stderr, "bad mutation count or size\n");
+	/* About a dozen forced pauses per thread, whatever the count. A
+	 * verified pause of the paging modes fetches the forest back (10,000
+	 * faults at 40 MiB and 10 % cache): most of a run's time. */
+	long pauses = argc > 6 ? atol(argv[6]) : 12;
+	opts.collect_every =
+	        pauses > 0 ? (uint64_t)opts.mutations / THREADS / (uint64_t)pauses + 1 : 0;
+	if (opts.mutations <= 0 || opts.live_mib < 4 || pauses <= 0) {
+		fprintf(stderr, "bad mutation count, size or pause count\n");
 		return 2;
 	}
 	cluster c;
