@@ -48,6 +48,7 @@ struct rh_remote {
 	bool monitor_started;
 	atomic_bool stop;
 	atomic_bool lost;
+	atomic_int lost_host; /* the one declared lost first; -1 until then */
 	uint32_t seq;
 	void (*fatal)(void *data, const rh_error *err);
 	void *fatal_data;
@@ -74,14 +75,28 @@ static int send_to(rh_remote *r, size_t i, rh_msg *m, rh_error *err)
 
 static void lose(rh_remote *r, size_t i, const char *why)
 {
-	bool was = false;
-	if (!atomic_compare_exchange_strong(&r->lost, &was, true))
+	int none = -1;
+	if (!atomic_compare_exchange_strong(&r->lost_host, &none, (int)i))
 		return;
+	/* The host first, then the flag: a wait that sees the flag names it
+	 * (lost_err), whichever thread's message reaches the fatal handler
+	 * first. */
+	atomic_store(&r->lost, true);
 	rh_error e;
 	rh_err_set(&e, RH_EPEER, "%s lost: %s", r->hosts[i].name, why);
 	rh_log(RH_LOG_ERROR, "remote", "%s", e.msg);
 	if (r->fatal)
 		r->fatal(r->fatal_data, &e);
+}
+
+/* A wait that ended because a memory server was lost, while doing `what`:
+ * the error names the server lost (not the one waited for, which may be
+ * another). */
+static int lost_err(rh_remote *r, rh_error *err, const char *what)
+{
+	int i = atomic_load(&r->lost_host);
+	return rh_err_set(err, RH_EPEER, "%s was lost %s",
+	                  i >= 0 ? r->hosts[i].name : "a memory server", what);
 }
 
 /* A tracer's references into another partition, passed on unchanged. The
@@ -493,6 +508,7 @@ int rh_remote_open(const rh_config *cfg, void (*fatal)(void *, const rh_error *)
 	r->cfg = cfg;
 	r->fatal = fatal;
 	r->fatal_data = data;
+	atomic_init(&r->lost_host, -1);
 	r->n_hosts = cfg->n_servers;
 	r->hosts = calloc(r->n_hosts, sizeof *r->hosts);
 	r->last_heard = calloc(r->n_hosts, sizeof *r->last_heard);
@@ -603,7 +619,11 @@ static int wait_free_ok(rh_remote *r, size_t i, uint32_t seq, rh_error *err)
 	int rc = RH_OK;
 	pthread_mutex_lock(&r->lock);
 	while ((int32_t)(r->free_acked[i] - seq) < 0) {
-		if (atomic_load(&r->lost) || rh_now_ns() >= deadline) {
+		if (atomic_load(&r->lost)) {
+			rc = lost_err(r, err, "while a region was freed");
+			break;
+		}
+		if (rh_now_ns() >= deadline) {
 			rc = rh_err_set(err, RH_ETIMEDOUT, "%s lost: no FREE_OK within %u ms",
 			                r->hosts[i].name, r->cfg->timeout_ms);
 			break;
@@ -739,8 +759,7 @@ int rh_remote_evac_wait(rh_remote *r, size_t host, rh_remote_evac **out, rh_erro
 		/* A tracer that dies or hangs is declared lost by the monitor,
 		 * which ends the wait. */
 		if (atomic_load(&r->lost)) {
-			rc = rh_err_set(err, RH_EPEER, "%s: lost during an evacuation",
-			                r->hosts[host].name);
+			rc = lost_err(r, err, "during an evacuation");
 			break;
 		}
 		rh_cond_wait_ms(&r->cond, &r->lock, 20);
@@ -800,8 +819,7 @@ int rh_remote_fix_wait(rh_remote *r, size_t host, rh_remote_fix **out, rh_error 
 	rh_remote_fix *fx = &r->fix[host];
 	while (fx->outstanding) {
 		if (atomic_load(&r->lost)) {
-			rc = rh_err_set(err, RH_EPEER, "%s: lost while fixing cards",
-			                r->hosts[host].name);
+			rc = lost_err(r, err, "while cards were fixed");
 			break;
 		}
 		rh_cond_wait_ms(&r->cond, &r->lock, 20);
@@ -862,8 +880,7 @@ static int wait_full(rh_remote *r, bool end, rh_error *err)
 		if (all)
 			break;
 		if (atomic_load(&r->lost)) {
-			rc = rh_err_set(err, RH_EPEER,
-			                "a memory server was lost during a full marking");
+			rc = lost_err(r, err, "during a full marking");
 			break;
 		}
 		rh_cond_wait_ms(&r->cond, &r->lock, 20);
