@@ -268,8 +268,10 @@ static int check_gc(const struct ctx *c, const rh_config *cfg)
 	if (cfg->pause_budget_us == 0 || cfg->pause_budget_us > PAUSE_MAX_MS * 1000u)
 		return fail(c, "gc.pause_budget_ms", "%g is outside (0, %d]",
 		            cfg->pause_budget_us / 1000.0, PAUSE_MAX_MS);
-	if (cfg->order != RH_ORDER_DFS && cfg->order != RH_ORDER_BFS)
-		return fail(c, "gc.order", "expected \"dfs\" or \"bfs\", got %d", (int)cfg->order);
+	if (cfg->order != RH_ORDER_DFS && cfg->order != RH_ORDER_BFS &&
+	    cfg->order != RH_ORDER_DFS_STRICT)
+		return fail(c, "gc.order", "expected \"dfs\", \"bfs\" or \"dfs-strict\", got %d",
+		            (int)cfg->order);
 	if (!(cfg->young_fraction > 0 && cfg->young_fraction < 1))
 		return fail(c, "gc.young_fraction", "%g is outside (0, 1)", cfg->young_fraction);
 	if (!(cfg->full_threshold >= 0 && cfg->full_threshold < 1))
@@ -636,6 +638,25 @@ static int j_choice(const struct ctx *c, const char *key, const json_t *v, const
 	return 0;
 }
 
+/* gc.order: "dfs", "bfs" or "dfs-strict"; unchanged when absent. */
+static int j_order(const struct ctx *c, const json_t *v, rh_order *out)
+{
+	const char *s = NULL;
+	int rc = j_str(c, "gc.order", v, &s);
+	if (rc || !s)
+		return rc;
+	if (strcmp(s, "dfs") == 0)
+		*out = RH_ORDER_DFS;
+	else if (strcmp(s, "bfs") == 0)
+		*out = RH_ORDER_BFS;
+	else if (strcmp(s, "dfs-strict") == 0)
+		*out = RH_ORDER_DFS_STRICT;
+	else
+		return fail(c, "gc.order",
+		            "expected \"dfs\", \"bfs\" or \"dfs-strict\", got \"%.40s\"", s);
+	return 0;
+}
+
 static const char *const top_keys[] = {"heap", "cache",       "transport", "servers",
                                        "gc",   "secret_file", NULL};
 static const char *const heap_keys[] = {"base", "size", "region_size", NULL};
@@ -708,10 +729,8 @@ static int parse_gc(const struct ctx *c, const json_t *gc, rh_config *cfg)
 			            PAUSE_MAX_MS);
 		cfg->pause_budget_us = (uint32_t)us;
 	}
-	int bfs = cfg->order == RH_ORDER_BFS;
-	if ((rc = j_choice(c, "gc.order", GET(gc, "order"), "dfs", "bfs", &bfs)))
+	if ((rc = j_order(c, GET(gc, "order"), &cfg->order)))
 		return rc;
-	cfg->order = bfs ? RH_ORDER_BFS : RH_ORDER_DFS;
 	long long threads = cfg->tracer_threads, copiers = cfg->copy_threads;
 	if ((rc = j_num(c, "gc.young_fraction", GET(gc, "young_fraction"), &cfg->young_fraction)) ||
 	    (rc = j_num(c, "gc.full_threshold", GET(gc, "full_threshold"), &cfg->full_threshold)) ||
@@ -960,7 +979,11 @@ char *rh_config_to_json(const rh_config *cfg)
 		put(gc, "pause_budget_ms", json_integer(cfg->pause_budget_us / 1000), &ok);
 	else
 		put(gc, "pause_budget_ms", json_real(cfg->pause_budget_us / 1000.0), &ok);
-	put(gc, "order", json_string(cfg->order == RH_ORDER_BFS ? "bfs" : "dfs"), &ok);
+	put(gc, "order",
+	    json_string(cfg->order == RH_ORDER_BFS          ? "bfs"
+	                : cfg->order == RH_ORDER_DFS_STRICT ? "dfs-strict"
+	                                                    : "dfs"),
+	    &ok);
 	put(gc, "young_fraction", json_real(cfg->young_fraction), &ok);
 	put(gc, "full_threshold", json_real(cfg->full_threshold), &ok);
 	put(gc, "offload", json_boolean(cfg->offload), &ok);

@@ -482,7 +482,9 @@ static uintptr_t keep(rh_gcw *w, uintptr_t obj, uint64_t hd)
 }
 
 /* The object's address after this collection. */
-static inline uintptr_t move(rh_gcw *w, uintptr_t obj, uint64_t hd)
+/* Copy obj (or keep it); a copy's fields are listed at once, or, with
+ * `copied` (evac.P8), left for the caller, which is told the copy is new. */
+static inline uintptr_t move_as(rh_gcw *w, uintptr_t obj, uint64_t hd, bool *copied)
 {
 	rh_heap *h = w->h;
 	rh_region *r = rh_region_of(h, obj);
@@ -513,13 +515,21 @@ static inline uintptr_t move(rh_gcw *w, uintptr_t obj, uint64_t hd)
 			if (r->kind == RH_REGION_EDEN)
 				w->aged[r->survivals < RH_TENURE ? r->survivals : RH_TENURE - 1] +=
 				        bytes;
-			scan(w, to);
+			if (copied)
+				*copied = true;
+			else
+				scan(w, to);
 			return to;
 		}
 		/* Out of space: the object and its region stay in place. */
 		__atomic_store_n(&r->retain, 1, __ATOMIC_RELAXED);
 	}
 	return keep(w, obj, hd);
+}
+
+static inline uintptr_t move(rh_gcw *w, uintptr_t obj, uint64_t hd)
+{
+	return move_as(w, obj, hd, NULL);
 }
 
 /* Half of a long work stack, the bottom (the oldest entries: in DFS, the
@@ -681,6 +691,50 @@ static void account(rh_gc *g, const rh_gcw *w)
 		g->aged[a] += w->aged[a];
 }
 
+/* evac.P8: in DFS order, the roots' targets are copied first, in the
+ * order the roots were listed, and only then their fields listed, the
+ * first copy's on top. The elements of a large array in an old region (a
+ * graph's vertices, a cache's entries: remembered cards are roots) land
+ * side by side, and the objects they point to after them, instead of each
+ * vertex between its children: the pages a program walks stay dense. Alone
+ * on the collecting thread, before any helper starts (evac.P1 holds with
+ * plain stores); each root slot is resolved here once and never listed
+ * (evac.P4). Without memory for the list, plain DFS order. */
+static void roots_first(rh_gcw *w)
+{
+	rh_heap *h = w->h;
+	size_t n = w->n_slots, k = 0;
+	uintptr_t *copies = n ? malloc(n * sizeof *copies) : NULL;
+	if (!copies)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		void **slot = w->slots[i];
+		if (i + AHEAD_TARGET < n) {
+			/* The headers read next, asked for ahead (as lookahead). */
+			uintptr_t a = __atomic_load_n((uintptr_t *)w->slots[i + AHEAD_TARGET],
+			                              __ATOMIC_RELAXED);
+			if (set_state(h, a) == RH_MOVING)
+				__builtin_prefetch((void *)a, 1);
+		}
+		uintptr_t v = __atomic_load_n((uintptr_t *)slot, __ATOMIC_RELAXED);
+		if (rh_marker_in_set(&h->marker, v)) {
+			uint64_t hd = hdr_load(v);
+			bool copied = false;
+			v = rh_hdr_is_fwd(hd) ? (uintptr_t)rh_hdr_fwd_addr(hd)
+			                      : move_as(w, v, hd, &copied);
+			if (copied)
+				copies[k++] = v;
+			rh_slot_set(slot, v);
+		}
+		if (rh_in_heap(h, (uintptr_t)slot))
+			remember_w(w, slot, v);
+	}
+	w->n_slots = 0;
+	while (k)
+		scan(w, copies[--k]);
+	free(copies);
+}
+
 void rh_evac_trace(rh_gc *g)
 {
 	rh_heap *h = g->h;
@@ -688,6 +742,9 @@ void rh_evac_trace(rh_gc *g)
 	rh_gcw solo;
 	worker_init(&solo, g, 0, NULL);
 	adopt(&solo, g);
+	/* evac.P8: where pages are fetched (a disaggregated heap). */
+	if (h->swap && h->cfg.order == RH_ORDER_DFS)
+		roots_first(&solo);
 	solo.solo_until = n > 1 ? SOLO_BYTES : 0;
 	if (drain(&solo)) {
 		account(g, &solo);

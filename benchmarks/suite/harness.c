@@ -321,9 +321,11 @@ static json_t *config_json(const rh_config *c)
 	return json_pack("{s:f, s:o, s:s, s:b, s:s, s:b, s:o, s:o, s:f}", "cache_fraction",
 	                 c->cache_fraction, "n_servers", u64(c->n_servers), "provider", c->provider,
 	                 "offload", c->offload != 0, "order",
-	                 c->order == RH_ORDER_BFS ? "bfs" : "dfs", "reorder", c->reorder != 0,
-	                 "heap_size", u64(c->heap_size), "region_size", u64(c->region_size),
-	                 "pause_budget_ms", c->pause_budget_us / 1000.0);
+	                 c->order == RH_ORDER_BFS          ? "bfs"
+	                 : c->order == RH_ORDER_DFS_STRICT ? "dfs-strict"
+	                                                   : "dfs",
+	                 "reorder", c->reorder != 0, "heap_size", u64(c->heap_size), "region_size",
+	                 u64(c->region_size), "pause_budget_ms", c->pause_budget_us / 1000.0);
 }
 
 /* To the microsecond: the clock's jitter is larger, and 17 digits of it

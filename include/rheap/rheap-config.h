@@ -42,6 +42,9 @@ typedef enum rh_faults {
 typedef enum rh_order {
 	RH_ORDER_DFS = 0, /* default: objects reached together are placed together */
 	RH_ORDER_BFS = 1,
+	/* DFS from each root in turn on a disaggregated heap too, where "dfs"
+	 * places the roots' targets first (docs/collector.md, evac.P8). */
+	RH_ORDER_DFS_STRICT = 2,
 } rh_order;
 
 typedef struct rh_server_config {
@@ -77,7 +80,7 @@ typedef struct rh_config {
 
 	/* "gc": { ... } */
 	uint32_t pause_budget_us; /* "pause_budget_ms" in JSON; default 10 ms */
-	rh_order order;           /* "order": "dfs" | "bfs" */
+	rh_order order;           /* "order": "dfs" | "bfs" | "dfs-strict" */
 	double young_fraction; /* "young_fraction": eden share of free regions, (0,1), default 0.25 */
 	double full_threshold; /* "full_threshold": free-region fraction below which a partial
                                   collection is followed by a full one, [0,1), default 0.15 */

@@ -134,6 +134,10 @@ static void test_values(void)
 	CHECK(c.full_threshold == 0 && !c.offload && c.tracer_threads == 4 && !c.reorder &&
 	      c.verify && c.copy_threads == 3);
 
+	/* the third order (its round trip: test_round_trip) */
+	parse_ok("{'gc':{'order':'dfs-strict'}}", &c);
+	CHECK(c.order == RH_ORDER_DFS_STRICT, "gc.order dfs-strict parses (%d)", (int)c.order);
+
 	/* every spelling of a size */
 	parse_ok("{'heap':{'base':70368744177664,'size':1073741824,'region_size':262144}}", &c);
 	CHECK(c.heap_base == 0x400000000000ull && c.heap_size == GIB && c.region_size == 256 << 10);
@@ -196,6 +200,7 @@ static void test_round_trip(void)
 	        "{'servers':[{'host':'127.0.0.1','port':65535}],'secret_file':'good.key','gc':"
 	        "{'order':'bfs','tracer_threads':64,'offload':false,'verify':true}}",
 	        "{'heap':{'size':'2MiB','region_size':'256KiB'}}",
+	        "{'gc':{'order':'dfs-strict'}}",
 	        /* needs all 17 digits to come back as the same double */
 	        "{'gc':{'young_fraction':0.30000000000000004}}",
 	};
@@ -354,7 +359,8 @@ static void test_bad(void)
 	        {"{'gc':{'pause_budget_ms':-5}}", "gc.pause_budget_ms: -5 is outside"},
 	        {"{'gc':{'pause_budget_ms':0.0001}}", "gc.pause_budget_ms: 0.0001 is outside"},
 	        {"{'gc':{'pause_budget_ms':1e9}}", "gc.pause_budget_ms: 1e+09 is outside"},
-	        {"{'gc':{'order':'xyz'}}", "config: gc.order: expected 'dfs' or 'bfs', got 'xyz'"},
+	        {"{'gc':{'order':'xyz'}}",
+	         "config: gc.order: expected 'dfs', 'bfs' or 'dfs-strict', got 'xyz'"},
 	        {"{'gc':{'young_fraction':0}}", "gc.young_fraction: 0 is outside (0, 1)"},
 	        {"{'gc':{'young_fraction':1}}", "gc.young_fraction: 1 is outside"},
 	        {"{'gc':{'full_threshold':1}}", "gc.full_threshold: 1 is outside [0, 1)"},
@@ -383,7 +389,8 @@ static void test_bad(void)
 	rh_config c;
 	rh_error err;
 	rh_config_parse(q("{'gc':{'order':'xyz'}}"), NULL, &c, &err);
-	CHECK(strcmp(err.msg, q("config: gc.order: expected 'dfs' or 'bfs', got 'xyz'")) == 0);
+	CHECK(strcmp(err.msg,
+	             q("config: gc.order: expected 'dfs', 'bfs' or 'dfs-strict', got 'xyz'")) == 0);
 	CHECK(rh_config_parse(NULL, NULL, &c, &err) == RH_ECONFIG);
 }
 
