@@ -48,7 +48,7 @@ struct rh_remote {
 	bool monitor_started;
 	atomic_bool stop;
 	atomic_bool lost;
-	atomic_int lost_host; /* the one declared lost first; -1 until then */
+	atomic_int lost_host; /* 1 + the host declared lost first; 0 until then */
 	uint32_t seq;
 	void (*fatal)(void *data, const rh_error *err);
 	void *fatal_data;
@@ -75,8 +75,8 @@ static int send_to(rh_remote *r, size_t i, rh_msg *m, rh_error *err)
 
 static void lose(rh_remote *r, size_t i, const char *why)
 {
-	int none = -1;
-	if (!atomic_compare_exchange_strong(&r->lost_host, &none, (int)i))
+	int none = 0;
+	if (!atomic_compare_exchange_strong(&r->lost_host, &none, (int)i + 1))
 		return;
 	/* The host first, then the flag: a wait that sees the flag names it
 	 * (lost_err), whichever thread's message reaches the fatal handler
@@ -94,7 +94,7 @@ static void lose(rh_remote *r, size_t i, const char *why)
  * another). */
 static int lost_err(rh_remote *r, rh_error *err, const char *what)
 {
-	int i = atomic_load(&r->lost_host);
+	int i = atomic_load(&r->lost_host) - 1;
 	return rh_err_set(err, RH_EPEER, "%s was lost %s",
 	                  i >= 0 ? r->hosts[i].name : "a memory server", what);
 }
@@ -508,7 +508,6 @@ int rh_remote_open(const rh_config *cfg, void (*fatal)(void *, const rh_error *)
 	r->cfg = cfg;
 	r->fatal = fatal;
 	r->fatal_data = data;
-	atomic_init(&r->lost_host, -1);
 	r->n_hosts = cfg->n_servers;
 	r->hosts = calloc(r->n_hosts, sizeof *r->hosts);
 	r->last_heard = calloc(r->n_hosts, sizeof *r->last_heard);

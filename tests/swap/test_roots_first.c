@@ -48,11 +48,11 @@ int main(int argc, char **argv)
 	                                                     .ptr_offsets = eptr,
 	                                                     .n_ptrs = 1},
 	                                     &err);
-	rh_type_id t_leaf = rh_type_register(
-	        h,
-	        &(rh_type_desc){
-	                .name = "leaf", .layout = RH_LAYOUT_FIXED, .size = sizeof(struct leaf)},
-	        &err);
+	rh_type_id t_leaf = rh_type_register(h,
+	                                     &(rh_type_desc){.name = "leaf",
+	                                                     .layout = RH_LAYOUT_FIXED,
+	                                                     .size = sizeof(struct leaf)},
+	                                     &err);
 	rh_type_id t_refs = rh_type_register(h,
 	                                     &(rh_type_desc){.name = "refs",
 	                                                     .layout = RH_LAYOUT_REF_ARRAY,
