@@ -263,15 +263,19 @@ static int check_servers(const struct ctx *c, const rh_config *cfg, uint64_t reg
 	return 0;
 }
 
+/* gc.order's names, by rh_order value. */
+static const char *const order_names[] = {
+        [RH_ORDER_DFS] = "dfs", [RH_ORDER_BFS] = "bfs", [RH_ORDER_DFS_STRICT] = "dfs-strict"};
+#define N_ORDERS (sizeof order_names / sizeof order_names[0])
+#define ORDER_CHOICES "\"dfs\", \"bfs\" or \"dfs-strict\""
+
 static int check_gc(const struct ctx *c, const rh_config *cfg)
 {
 	if (cfg->pause_budget_us == 0 || cfg->pause_budget_us > PAUSE_MAX_MS * 1000u)
 		return fail(c, "gc.pause_budget_ms", "%g is outside (0, %d]",
 		            cfg->pause_budget_us / 1000.0, PAUSE_MAX_MS);
-	if (cfg->order != RH_ORDER_DFS && cfg->order != RH_ORDER_BFS &&
-	    cfg->order != RH_ORDER_DFS_STRICT)
-		return fail(c, "gc.order", "expected \"dfs\", \"bfs\" or \"dfs-strict\", got %d",
-		            (int)cfg->order);
+	if ((unsigned)cfg->order >= N_ORDERS)
+		return fail(c, "gc.order", "expected %s, got %d", ORDER_CHOICES, (int)cfg->order);
 	if (!(cfg->young_fraction > 0 && cfg->young_fraction < 1))
 		return fail(c, "gc.young_fraction", "%g is outside (0, 1)", cfg->young_fraction);
 	if (!(cfg->full_threshold >= 0 && cfg->full_threshold < 1))
@@ -638,23 +642,19 @@ static int j_choice(const struct ctx *c, const char *key, const json_t *v, const
 	return 0;
 }
 
-/* gc.order: "dfs", "bfs" or "dfs-strict"; unchanged when absent. */
+/* gc.order: one of order_names; unchanged when absent. */
 static int j_order(const struct ctx *c, const json_t *v, rh_order *out)
 {
 	const char *s = NULL;
 	int rc = j_str(c, "gc.order", v, &s);
 	if (rc || !s)
 		return rc;
-	if (strcmp(s, "dfs") == 0)
-		*out = RH_ORDER_DFS;
-	else if (strcmp(s, "bfs") == 0)
-		*out = RH_ORDER_BFS;
-	else if (strcmp(s, "dfs-strict") == 0)
-		*out = RH_ORDER_DFS_STRICT;
-	else
-		return fail(c, "gc.order",
-		            "expected \"dfs\", \"bfs\" or \"dfs-strict\", got \"%.40s\"", s);
-	return 0;
+	for (size_t i = 0; i < N_ORDERS; i++)
+		if (strcmp(s, order_names[i]) == 0) {
+			*out = (rh_order)i;
+			return 0;
+		}
+	return fail(c, "gc.order", "expected %s, got \"%.40s\"", ORDER_CHOICES, s);
 }
 
 static const char *const top_keys[] = {"heap", "cache",       "transport", "servers",
@@ -979,11 +979,9 @@ char *rh_config_to_json(const rh_config *cfg)
 		put(gc, "pause_budget_ms", json_integer(cfg->pause_budget_us / 1000), &ok);
 	else
 		put(gc, "pause_budget_ms", json_real(cfg->pause_budget_us / 1000.0), &ok);
+	/* Any other value was refused by check_gc; "dfs" as before. */
 	put(gc, "order",
-	    json_string(cfg->order == RH_ORDER_BFS          ? "bfs"
-	                : cfg->order == RH_ORDER_DFS_STRICT ? "dfs-strict"
-	                                                    : "dfs"),
-	    &ok);
+	    json_string((unsigned)cfg->order < N_ORDERS ? order_names[cfg->order] : "dfs"), &ok);
 	put(gc, "young_fraction", json_real(cfg->young_fraction), &ok);
 	put(gc, "full_threshold", json_real(cfg->full_threshold), &ok);
 	put(gc, "offload", json_boolean(cfg->offload), &ok);

@@ -481,10 +481,10 @@ static uintptr_t keep(rh_gcw *w, uintptr_t obj, uint64_t hd)
 	return obj;
 }
 
-/* The object's address after this collection. */
-/* Copy obj (or keep it); a copy's fields are listed at once, or, with
- * `copied` (evac.P8), left for the caller, which is told the copy is new. */
-static inline uintptr_t move_as(rh_gcw *w, uintptr_t obj, uint64_t hd, bool *copied)
+/* The object's address after this collection: obj copied (or kept). A
+ * copy's fields are listed at once, or, with `copied` (evac.P8), left for
+ * the caller, which is told the copy is new. */
+static inline uintptr_t move(rh_gcw *w, uintptr_t obj, uint64_t hd, bool *copied)
 {
 	rh_heap *h = w->h;
 	rh_region *r = rh_region_of(h, obj);
@@ -527,11 +527,6 @@ static inline uintptr_t move_as(rh_gcw *w, uintptr_t obj, uint64_t hd, bool *cop
 	return keep(w, obj, hd);
 }
 
-static inline uintptr_t move(rh_gcw *w, uintptr_t obj, uint64_t hd)
-{
-	return move_as(w, obj, hd, NULL);
-}
-
 /* Half of a long work stack, the bottom (the oldest entries: in DFS, the
  * largest subtrees still to do), to the pool for an idle worker. */
 #define SHARE_MIN 2
@@ -553,19 +548,42 @@ static __attribute__((noinline)) void share(rh_gcw *w)
  * the ones fetched; the order of copying is unchanged. */
 #define AHEAD_TARGET 4
 #define AHEAD_SLOT 8
+/* Ask for the header of the object slot s refers to, if it is to move. */
+static inline void prefetch_target(const rh_gcw *w, void **s)
+{
+	uintptr_t v = __atomic_load_n((uintptr_t *)s, __ATOMIC_RELAXED);
+	if (set_state(w->h, v) == RH_MOVING)
+		__builtin_prefetch((void *)v, 1);
+}
+
 static inline void lookahead(rh_gcw *w, bool bfs)
 {
 	size_t left = bfs ? w->n_slots - w->head : w->n_slots;
 	if (left > AHEAD_SLOT)
 		__builtin_prefetch(bfs ? w->slots[w->head + AHEAD_SLOT]
 		                       : w->slots[w->n_slots - 1 - AHEAD_SLOT]);
-	if (left > AHEAD_TARGET) {
-		void **s = bfs ? w->slots[w->head + AHEAD_TARGET]
-		               : w->slots[w->n_slots - 1 - AHEAD_TARGET];
-		uintptr_t v = __atomic_load_n((uintptr_t *)s, __ATOMIC_RELAXED);
-		if (set_state(w->h, v) == RH_MOVING)
-			__builtin_prefetch((void *)v, 1);
+	if (left > AHEAD_TARGET)
+		prefetch_target(w, bfs ? w->slots[w->head + AHEAD_TARGET]
+		                       : w->slots[w->n_slots - 1 - AHEAD_TARGET]);
+}
+
+/* A slot's turn: its target copied (or kept) on this first visit, or
+ * already moved; the slot fixed and its reference re-recorded. With
+ * `copied` (evac.P8) a new copy's fields are left to the caller. */
+static inline __attribute__((always_inline)) uintptr_t resolve(rh_gcw *w, void **slot, bool *copied)
+{
+	rh_heap *h = w->h;
+	uintptr_t v = __atomic_load_n((uintptr_t *)slot, __ATOMIC_RELAXED);
+	/* A slot listed twice (a frame slot seen from two frames) was
+	 * fixed the first time. */
+	if (rh_marker_in_set(&h->marker, v)) {
+		uint64_t hd = hdr_load(v);
+		v = rh_hdr_is_fwd(hd) ? (uintptr_t)rh_hdr_fwd_addr(hd) : move(w, v, hd, copied);
+		rh_slot_set(slot, v);
 	}
+	if (rh_in_heap(h, (uintptr_t)slot))
+		remember_w(w, slot, v);
+	return v;
 }
 
 /* Objects kept in place are scanned in no particular order, so their
@@ -619,16 +637,7 @@ static bool drain(rh_gcw *w)
 		}
 		lookahead(w, bfs);
 		slot = bfs ? w->slots[w->head++] : w->slots[--w->n_slots];
-		uintptr_t v = __atomic_load_n((uintptr_t *)slot, __ATOMIC_RELAXED);
-		/* A slot listed twice (a frame slot seen from two frames) was
-		 * fixed the first time. */
-		if (rh_marker_in_set(&h->marker, v)) {
-			uint64_t hd = hdr_load(v);
-			v = rh_hdr_is_fwd(hd) ? (uintptr_t)rh_hdr_fwd_addr(hd) : move(w, v, hd);
-			rh_slot_set(slot, v);
-		}
-		if (rh_in_heap(h, (uintptr_t)slot))
-			remember_w(w, slot, v);
+		resolve(w, slot, NULL);
 	}
 	w->n_slots = w->head = 0;
 	return true;
@@ -702,32 +711,17 @@ static void account(rh_gc *g, const rh_gcw *w)
  * (evac.P4). Without memory for the list, plain DFS order. */
 static void roots_first(rh_gcw *w)
 {
-	rh_heap *h = w->h;
 	size_t n = w->n_slots, k = 0;
 	uintptr_t *copies = n ? malloc(n * sizeof *copies) : NULL;
 	if (!copies)
 		return;
 	for (size_t i = 0; i < n; i++) {
-		void **slot = w->slots[i];
-		if (i + AHEAD_TARGET < n) {
-			/* The headers read next, asked for ahead (as lookahead). */
-			uintptr_t a = __atomic_load_n((uintptr_t *)w->slots[i + AHEAD_TARGET],
-			                              __ATOMIC_RELAXED);
-			if (set_state(h, a) == RH_MOVING)
-				__builtin_prefetch((void *)a, 1);
-		}
-		uintptr_t v = __atomic_load_n((uintptr_t *)slot, __ATOMIC_RELAXED);
-		if (rh_marker_in_set(&h->marker, v)) {
-			uint64_t hd = hdr_load(v);
-			bool copied = false;
-			v = rh_hdr_is_fwd(hd) ? (uintptr_t)rh_hdr_fwd_addr(hd)
-			                      : move_as(w, v, hd, &copied);
-			if (copied)
-				copies[k++] = v;
-			rh_slot_set(slot, v);
-		}
-		if (rh_in_heap(h, (uintptr_t)slot))
-			remember_w(w, slot, v);
+		if (i + AHEAD_TARGET < n)
+			prefetch_target(w, w->slots[i + AHEAD_TARGET]); /* as lookahead */
+		bool copied = false;
+		uintptr_t v = resolve(w, w->slots[i], &copied);
+		if (copied)
+			copies[k++] = v;
 	}
 	w->n_slots = 0;
 	while (k)

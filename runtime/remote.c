@@ -47,8 +47,9 @@ struct rh_remote {
 	pthread_t monitor;
 	bool monitor_started;
 	atomic_bool stop;
-	atomic_bool lost;
-	atomic_int lost_host; /* 1 + the host declared lost first; 0 until then */
+	/* 1 + the host declared lost first; 0 while none is. One word, so a
+	 * wait that sees a loss also sees which host it was (lost_err). */
+	atomic_int lost;
 	uint32_t seq;
 	void (*fatal)(void *data, const rh_error *err);
 	void *fatal_data;
@@ -76,12 +77,8 @@ static int send_to(rh_remote *r, size_t i, rh_msg *m, rh_error *err)
 static void lose(rh_remote *r, size_t i, const char *why)
 {
 	int none = 0;
-	if (!atomic_compare_exchange_strong(&r->lost_host, &none, (int)i + 1))
+	if (!atomic_compare_exchange_strong(&r->lost, &none, (int)i + 1))
 		return;
-	/* The host first, then the flag: a wait that sees the flag names it
-	 * (lost_err), whichever thread's message reaches the fatal handler
-	 * first. */
-	atomic_store(&r->lost, true);
 	rh_error e;
 	rh_err_set(&e, RH_EPEER, "%s lost: %s", r->hosts[i].name, why);
 	rh_log(RH_LOG_ERROR, "remote", "%s", e.msg);
@@ -94,7 +91,7 @@ static void lose(rh_remote *r, size_t i, const char *why)
  * another). */
 static int lost_err(rh_remote *r, rh_error *err, const char *what)
 {
-	int i = atomic_load(&r->lost_host) - 1;
+	int i = atomic_load(&r->lost) - 1;
 	return rh_err_set(err, RH_EPEER, "%s was lost %s",
 	                  i >= 0 ? r->hosts[i].name : "a memory server", what);
 }
@@ -673,7 +670,7 @@ int rh_remote_free(rh_remote *r, const uint32_t *regions, size_t n, uint32_t reg
 
 bool rh_remote_lost(rh_remote *r)
 {
-	return atomic_load(&r->lost);
+	return atomic_load(&r->lost) != 0;
 }
 
 int rh_remote_send(rh_remote *r, size_t host, rh_msg *m, rh_error *err)

@@ -394,7 +394,7 @@ static void fetch_claimed(rh_swap *s, const rh_swap_host *h, uintptr_t a, size_t
 		 * copies, the faulting page last (waking it finds its
 		 * neighbours in). */
 		install_run(s, a + RH_PAGE_SIZE, buf + RH_PAGE_SIZE, n - 1, false, n, false);
-		install_run(s, a, buf, 1, true, 1, true);
+		install(s, a, buf, true, false, true);
 	} else {
 		/* One copy; the faulting page of a write is written, not
 		 * predicted. */

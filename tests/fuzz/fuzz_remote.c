@@ -146,7 +146,7 @@ static void set_state(rh_remote *r, uint8_t flags)
 static void check(rh_remote *r, size_t host, size_t len, int rc, int fatal_before,
                   uint64_t outstanding_before[2], uint64_t relayed_before)
 {
-	bool lost = atomic_load(&r->lost);
+	bool lost = rh_remote_lost(r);
 	if ((rc < 0) != lost || out.fatal != fatal_before + (rc < 0))
 		rh_panic("fuzz-remote: on_message returned %d, lost %d, fatal called %d times", rc,
 		         lost, out.fatal - fatal_before);
@@ -184,7 +184,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memset(&out, 0, sizeof out);
 	rh_remote *r = make();
 	set_state(r, data[0]);
-	for (size_t i = 1; i + 3 <= size && !atomic_load(&r->lost);) {
+	for (size_t i = 1; i + 3 <= size && !rh_remote_lost(r);) {
 		size_t host = data[i] % 2;
 		size_t len = (size_t)data[i + 1] | (size_t)data[i + 2] << 8;
 		i += 3;
