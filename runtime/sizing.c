@@ -59,10 +59,28 @@ bool rh_sizing_full_foreseen(const rh_heap *h)
  * heap (8 MiB, rhscheme's tail calls) was always under the threshold: one
  * cycle followed another, old regions stayed put while each ran (partial
  * collections take none then), and the heap filled with garbage. */
+static bool room_low(const rh_heap *h)
+{
+	return (double)h->n_free < (double)h->n_regions * h->cfg.full_threshold * 2 + h->eden_limit;
+}
+
+/* sizing.F1: with offloading on, an old generation past its bound takes
+ * the tracers' full marking, which stops the world (write-back, marking,
+ * fillers: 150-1500 ms on this machine), where a local heap marks
+ * concurrently. The memory servers hold the old generation and CSSCs
+ * reclaim its regions from their markings, so growth alone does not call
+ * for one: it runs when the free room falls to sizing.C1's threshold, or
+ * while the last full marking found most of what it marked dead
+ * (full_growth back at its floor: a program whose old data dies, as the
+ * window workload's batches do, is marked as before). */
+static bool marking_pays(const rh_heap *h)
+{
+	return room_low(h) || (h->sz.live_after_full && h->sz.full_growth <= 2);
+}
+
 bool rh_sizing_mark_due(const rh_heap *h)
 {
-	double low = (double)h->n_regions * h->cfg.full_threshold * 2 + h->eden_limit;
-	return (double)h->n_free < low && h->sz.old_cands == 0;
+	return room_low(h) && h->sz.old_cands == 0;
 }
 
 double rh_sizing_old_cost(const rh_heap *h, uint64_t live_bytes, uint64_t cards)
@@ -246,7 +264,7 @@ static void size_eden(rh_gc *g)
 	uint32_t limit = (uint32_t)(target / (double)h->region_size);
 	h->eden_limit = limit ? limit : 1;
 	set_warm_limit(h, surv);
-	if (g->kind == RH_GC_PARTIAL && old > old_bound(h))
+	if (g->kind == RH_GC_PARTIAL && old > old_bound(h) && (!h->offload_on || marking_pays(h)))
 		sz->full_due = true;
 }
 

@@ -19,6 +19,7 @@
 #include "common/common.h"
 #include "transport/chan.h"
 #include "transport/cq.h"
+#include "transport/populate.h"
 #include "transport/sock.h"
 
 enum {
@@ -322,6 +323,14 @@ static int shm_rw(rh_tp_conn *c, enum rh_tp_opcode op, const struct rh_tp_seg *s
 	int rc = rh_chan_check(&s->ch, err);
 	if (rc)
 		return rc;
+	/* transport.P1: a WRITE's target pages are mapped first, one call a
+	 * run; a READ's are the pages the peer or this side wrote before. */
+	if (op == RH_TP_OP_WRITE) {
+		rh_tp_run run = rh_tp_run_begin(true);
+		for (size_t i = 0; i < n; i++)
+			rh_tp_run_add(&run, (uintptr_t)seg[i].rmap, seg[i].len);
+		rh_tp_run_end(&run);
+	}
 	for (size_t i = 0; i < n; i++) {
 		if (op == RH_TP_OP_READ)
 			memcpy(seg[i].local, seg[i].rmap, seg[i].len);

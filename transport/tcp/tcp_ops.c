@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/common.h"
+#include "transport/populate.h"
 #include "transport/sock.h"
 #include "transport/tcp/tcp.h"
 
@@ -282,6 +283,12 @@ static int exec_rw(struct tcp_conn *t, const struct rh_chan_hdr *h, rh_error *er
 	if (rc == RH_OK && h->arg == RH_TP_OP_WRITE && data != total)
 		rc = rh_err_set(err, RH_EPEER, "transport: tcp: write carries wrong data length");
 	if (rc == RH_OK && h->arg == RH_TP_OP_WRITE) {
+		if (status == RH_OK) { /* transport.P1 */
+			rh_tp_run run = rh_tp_run_begin(true);
+			for (uint32_t i = 0; i < n; i++)
+				rh_tp_run_add(&run, (uintptr_t)v[i].iov_base, v[i].iov_len);
+			rh_tp_run_end(&run);
+		}
 		for (uint32_t i = 0; i < n && rc == RH_OK; i++)
 			rc = status == RH_OK
 			             ? rh_chan_read(&t->ch, v[i].iov_base, v[i].iov_len, err)
