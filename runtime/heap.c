@@ -244,12 +244,12 @@ void rh_heap_close(rh_heap *h)
 		rh_swap_stats_get(h->swap, &st);
 		rh_log(RH_LOG_DEBUG, "swap",
 		       "%llu faults (%llu readahead pages), %llu fresh, %llu first writes; %llu "
-		       "waited for the evictor, %.1f ms in all; %llu batches; %llu predicted "
-		       "writes written back, %llu of them unwritten",
+		       "waited for the evictor, %.1f ms in all; %llu batches, %llu drop calls; "
+		       "%llu predicted writes written back, %llu of them unwritten",
 		       (unsigned long long)st.faults, (unsigned long long)st.readahead_pages,
 		       (unsigned long long)st.zero_faults, (unsigned long long)st.wp_faults,
 		       (unsigned long long)st.budget_waits, (double)st.budget_wait_ns / 1e6,
-		       (unsigned long long)st.batches,
+		       (unsigned long long)st.batches, (unsigned long long)st.drop_calls,
 		       (unsigned long long)(st.pred_written + st.pred_unwritten),
 		       (unsigned long long)st.pred_unwritten);
 	}

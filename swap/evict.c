@@ -94,6 +94,84 @@ static void drop_failed(rh_swap *s, uintptr_t a)
 		       (unsigned long)a, strerror(e));
 }
 
+/* swap.P5: the unmapped pages between a batch's pages, claimed so that
+ * one MADV_DONTNEED covers the batch from its first page to its last. */
+typedef struct gaps {
+	size_t n;
+	uintptr_t addr[RH_EVICT_BATCH];
+	uint8_t state[RH_EVICT_BATCH]; /* INIT or EVICTED, restored after */
+} gaps;
+
+/* Under lock, once the batch has a page: an INIT or EVICTED page, which
+ * is not mapped, becomes EVICTING until the drop is done. A fault that
+ * finds it so waits for the batch (swap.C5) and then finds it as it was.
+ * A page in any other state (FETCHING: a fault is installing it) is left
+ * alone and splits the drop there. */
+static void gap_claim(rh_swap *s, gaps *g, size_t pg, uintptr_t a)
+{
+	uint8_t st = rh_swap_get(s, pg);
+	if (g->n == RH_EVICT_BATCH || (st != RH_PAGE_INIT && st != RH_PAGE_EVICTED) ||
+	    !rh_swap_cas(s, pg, st, RH_PAGE_EVICTING))
+		return;
+	g->addr[g->n] = a;
+	g->state[g->n++] = st;
+}
+
+static void gap_restore(rh_swap *s, const gaps *g, size_t k)
+{
+	rh_swap_set(s, rh_swap_page(s, g->addr[k]), g->state[k]);
+}
+
+/* Under lock: gaps after the batch's last page cover nothing. */
+static void gaps_trim(rh_swap *s, gaps *g, uintptr_t last)
+{
+	while (g->n && g->addr[g->n - 1] > last)
+		gap_restore(s, g, --g->n);
+}
+
+/* Under lock, after the drop. */
+static void gaps_release(rh_swap *s, gaps *g)
+{
+	for (size_t k = 0; k < g->n; k++)
+		gap_restore(s, g, k);
+	g->n = 0;
+}
+
+/* Step 3 of an eviction: drops the batch's pages, one call per run of
+ * pages that are batch pages or claimed gaps. Returns how many batch
+ * pages stay mapped (kept[i] set for them). */
+static size_t drop_pages(rh_swap *s, const uintptr_t *batch, size_t n, const gaps *g, bool *kept)
+{
+	size_t n_kept = 0, gi = 0;
+	for (size_t i = 0, j; i < n; i = j) {
+		uintptr_t end = batch[i] + RH_PAGE_SIZE; /* of the run so far */
+		for (j = i + 1; j < n; j++) {
+			while (gi < g->n && g->addr[gi] < end)
+				gi++;
+			for (; gi < g->n && g->addr[gi] == end; gi++)
+				end += RH_PAGE_SIZE;
+			if (batch[j] != end)
+				break;
+			end += RH_PAGE_SIZE;
+		}
+		for (size_t k = i; k < j; k++)
+			kept[k] = false;
+		atomic_fetch_add(&s->st.drop_calls, 1);
+		if (madvise((void *)batch[i], end - batch[i], MADV_DONTNEED) == 0)
+			continue;
+		/* A failed call may have dropped part of the run: page by page,
+		 * to know which pages are still mapped. */
+		for (size_t k = i; k < j; k++) {
+			if (madvise((void *)batch[k], RH_PAGE_SIZE, MADV_DONTNEED) == 0)
+				continue;
+			drop_failed(s, batch[k]);
+			kept[k] = true;
+			n_kept++;
+		}
+	}
+	return n_kept;
+}
+
 /* One batch of a region's pages: evicted (drop), or only written back and
  * kept resident, CLEAN (cleaning: the dirty pages alone are claimed). */
 static int run_batch(rh_swap *s, uint32_t region, bool drop, size_t *kept_out)
@@ -103,6 +181,7 @@ static int run_batch(rh_swap *s, uint32_t region, bool drop, size_t *kept_out)
 	uintptr_t batch[RH_EVICT_BATCH], dirty[RH_EVICT_BATCH];
 	bool was_dirty[RH_EVICT_BATCH], kept[RH_EVICT_BATCH];
 	size_t n = 0, nd = 0;
+	gaps g = {.n = 0};
 
 	pthread_mutex_lock(&s->evict_lock);
 	/* Step 1: claim and protect, under the lock the write-protect fault
@@ -118,8 +197,11 @@ static int run_batch(rh_swap *s, uint32_t region, bool drop, size_t *kept_out)
 			was_dirty[n] = true;
 			batch[n++] = a;
 			dirty[nd++] = a;
+		} else if (drop && n) {
+			gap_claim(s, &g, pg0 + i, a);
 		}
 	}
+	gaps_trim(s, &g, n ? batch[n - 1] : start);
 	/* Protect the dirty pages before copying them: one call from the
 	 * first to the last (swap.P4), since each call costs a TLB
 	 * shootdown, an interrupt to every CPU the heap's threads run on. */
@@ -134,6 +216,9 @@ static int run_batch(rh_swap *s, uint32_t region, bool drop, size_t *kept_out)
 	rh_error err;
 	if (nd && write_back(s, region, dirty, nd, &err) != RH_OK) {
 		rh_swap_fail(s, rh_swap_host_of(s, dirty[0]), &err);
+		pthread_mutex_lock(&s->lock);
+		gaps_release(s, &g);
+		pthread_mutex_unlock(&s->lock);
 		pthread_mutex_unlock(&s->evict_lock);
 		return -1;
 	}
@@ -147,24 +232,10 @@ static int run_batch(rh_swap *s, uint32_t region, bool drop, size_t *kept_out)
 		kept[i] = true;
 		n_kept++;
 	}
-	for (size_t i = 0, j; drop && i < n; i = j) {
-		for (j = i + 1; j < n && batch[j] == batch[j - 1] + RH_PAGE_SIZE; j++)
-			;
-		for (size_t k = i; k < j; k++)
-			kept[k] = false;
-		if (madvise((void *)batch[i], (j - i) * RH_PAGE_SIZE, MADV_DONTNEED) == 0)
-			continue;
-		/* A failed call may have dropped part of the run: page by page,
-		 * to know which pages are still mapped. */
-		for (size_t k = i; k < j; k++) {
-			if (madvise((void *)batch[k], RH_PAGE_SIZE, MADV_DONTNEED) == 0)
-				continue;
-			drop_failed(s, batch[k]);
-			kept[k] = true;
-			n_kept++;
-		}
-	}
+	if (drop)
+		n_kept = drop_pages(s, batch, n, &g, kept);
 	pthread_mutex_lock(&s->lock);
+	gaps_release(s, &g);
 	for (size_t i = 0; i < n; i++) {
 		/* A page still mapped must not be EVICTED: it would never
 		 * fault again to be fetched, and a write to it would take

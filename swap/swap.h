@@ -65,6 +65,7 @@ typedef struct rh_swap_stats {
 	uint64_t pages_dropped; /* evicted clean */
 	uint64_t batches;       /* eviction batches that ran the tag protocol */
 	uint64_t drop_failures; /* evicted pages MADV_DONTNEED failed to drop (kept) */
+	uint64_t drop_calls;    /* MADV_DONTNEED calls by eviction batches (swap.P5) */
 	uint64_t budget_waits;  /* faults that waited for the evictor to make room */
 	uint64_t budget_wait_ns;
 	/* Pages installed writable on a read, at their write-back (swap.W5):

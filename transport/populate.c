@@ -25,7 +25,10 @@
 
 static void populate(const rh_tp_run *r)
 {
-	if (r->hi <= r->lo)
+	/* Runs shorter than a page (a batch's log entries, on the memory
+	 * server's metadata pages, written at every batch) would cost a
+	 * call each for pages mapped long ago. */
+	if (r->hi - r->lo < PAGE)
 		return;
 	uintptr_t lo = r->lo & ~(uintptr_t)(PAGE - 1);
 	uintptr_t hi = (r->hi + PAGE - 1) & ~(uintptr_t)(PAGE - 1);
