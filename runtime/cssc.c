@@ -1189,7 +1189,7 @@ uint64_t rh_cssc_full(rh_heap *h)
 	/* When each step ended, for the debug log: a full marking is the
 	 * longest pause a disaggregated heap takes, and its steps differ in
 	 * what they cost from one program to another. */
-	uint64_t t[7];
+	uint64_t t[8];
 	t[0] = rh_now_ns();
 	rh_emit(h, RH_GC_FULL, RH_PHASE_ROOTS, 1);
 	/* Eden grew since the last table: tracers parse regions up to top. */
@@ -1230,6 +1230,7 @@ uint64_t rh_cssc_full(rh_heap *h)
 	rh_remote_full *f;
 	if (rh_remote_full_end(h->remote, &f, &e) != RH_OK)
 		rh_heap_fail(h, &e);
+	t[7] = rh_now_ns();
 	uint64_t dropped = full_drop_filled(h, f);
 	t[4] = rh_now_ns();
 	full_rebuild_remsets(h, f, hosts);
@@ -1242,13 +1243,14 @@ uint64_t rh_cssc_full(rh_heap *h)
 	t[6] = rh_now_ns();
 	rh_log(RH_LOG_DEBUG, "cssc",
 	       "full marking took %.1f ms: roots %.1f, write-back %.1f (%llu MiB), "
-	       "marking %.1f, results %.1f (pages of %llu regions with fillers dropped), "
-	       "remembered sets %.1f, reclaim %.1f",
+	       "marking %.1f, results %.1f (fillers and references %.1f, pages of %llu regions "
+	       "with fillers dropped %.1f), remembered sets %.1f, reclaim %.1f",
 	       (double)(t[6] - t[0]) / 1e6, (double)(t[1] - t[0]) / 1e6,
 	       (double)(t[2] - t[1]) / 1e6,
 	       (unsigned long long)((s1.bytes_evicted - s0.bytes_evicted) >> 20),
 	       (double)(t[3] - t[2]) / 1e6, (double)(t[4] - t[3]) / 1e6,
-	       (unsigned long long)dropped, (double)(t[5] - t[4]) / 1e6,
+	       (double)(t[7] - t[3]) / 1e6, (unsigned long long)dropped,
+	       (double)(t[4] - t[7]) / 1e6, (double)(t[5] - t[4]) / 1e6,
 	       (double)(t[6] - t[5]) / 1e6);
 	rh_log(RH_LOG_DEBUG, "cssc",
 	       "full marking by tracers: %llu KiB live, %llu KiB freed, %llu batches relayed, "
