@@ -154,6 +154,7 @@ int rh_dgc_full_end(rh_dgc *d)
 	if (!d->full)
 		return rh_dgc_fail(d, "FULL END without a full marking");
 	full_refs_ctx c = {.d = d};
+	uint64_t t0 = rh_now_ns();
 	rh_region_live *ents = malloc(d->part.n_regions * sizeof *ents);
 	if (!ents)
 		rh_panic("tracer: out of memory");
@@ -205,6 +206,7 @@ int rh_dgc_full_end(rh_dgc *d)
 		total += live;
 	}
 	int rc = 0;
+	uint64_t t1 = rh_now_ns();
 	for (size_t k = 0; k < c.n && rc == 0; k += RH_EVAC_REFS_MAX) {
 		rh_msg r = {.type = RH_MSG_EVAC_REFS};
 		r.u.evac_refs.id = d->full_id;
@@ -229,6 +231,11 @@ int rh_dgc_full_end(rh_dgc *d)
 			rc = rh_dgc_send(d, &m);
 		off += k;
 	} while (off < n);
+	/* Which part of the CPU server's wait this pass was, for the debug
+	 * log: the walk (fillers, references) or the messages. */
+	rh_log(RH_LOG_DEBUG, "tracer",
+	       "full marking's end: walked in %.1f ms, %zu cross-region references sent in %.1f ms",
+	       (double)(t1 - t0) / 1e6, c.n, (double)(rh_now_ns() - t1) / 1e6);
 	pthread_mutex_lock(&d->lock);
 	d->st.bytes_traced += total;
 	d->st.mark_ns += ns;

@@ -7,6 +7,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "gc/layout.h"
 #include "runtime/internal.h"
 
 static _Thread_local rh_error last_error;
@@ -47,6 +48,47 @@ static void init_locks(rh_heap *h)
 	pthread_mutex_init(&h->stats_lock, NULL);
 }
 
+/* region.P3: a disaggregated heap takes its first regions from its
+ * partitions in turn, in proportion to their sizes, lowest first in each.
+ * Taken lowest addresses first, the heap filled the first partition
+ * before it touched the second, and one tracer held and marked nearly all
+ * of the data: in listscan at 50 % cache, one tracer's last pass of a full
+ * marking took 264 ms and sent 1,002,746 references, the other's 37 ms
+ * and none, while the CPU server waited for both. Regions freed later go
+ * back on top of the stack as before. */
+static void stripe_free_list(rh_heap *h)
+{
+	size_t n_parts = h->cfg.n_servers;
+	uint32_t *next = calloc(n_parts, sizeof *next);
+	rh_partition *parts = calloc(n_parts, sizeof *parts);
+	if (!next || !parts)
+		rh_panic("heap: out of memory ordering the free regions");
+	uint32_t total = 0;
+	for (size_t p = 0; p < n_parts; p++) {
+		rh_partition_of(&h->cfg, (uint32_t)p, &parts[p]);
+		total += parts[p].n_regions;
+	}
+	/* Pop order k = 0, 1, ...: the partition furthest behind its share,
+	 * (taken + 1/2) / size smallest; the stack's top is the first. A
+	 * config whose partitions do not cover the heap keeps the order. */
+	for (uint32_t k = 0; total == h->n_regions && k < total; k++) {
+		size_t best = SIZE_MAX;
+		double best_key = 0;
+		for (size_t p = 0; p < n_parts; p++) {
+			if (next[p] == parts[p].n_regions)
+				continue;
+			double key = (next[p] + 0.5) / parts[p].n_regions;
+			if (best == SIZE_MAX || key < best_key) {
+				best = p;
+				best_key = key;
+			}
+		}
+		h->free_list[h->n_regions - 1 - k] = parts[best].first_region + next[best]++;
+	}
+	free(next);
+	free(parts);
+}
+
 static int init_regions(rh_heap *h, rh_error *err)
 {
 	h->regions = calloc(h->n_regions, sizeof *h->regions);
@@ -67,6 +109,8 @@ static int init_regions(rh_heap *h, rh_error *err)
 	for (uint32_t i = 0; i < h->n_regions; i++)
 		h->free_list[i] = h->n_regions - 1 - i;
 	h->n_free = h->n_regions;
+	if (h->cfg.n_servers > 1)
+		stripe_free_list(h);
 	return RH_OK;
 }
 
