@@ -16,41 +16,27 @@
 #include "runtime/internal.h"
 #include "tests/common/check.h"
 #include "tests/common/cluster.h"
+#include "tests/dgc/forest.h"
 
-#define NODE_BYTES 64u
 #define LIVE_MIB 30u
 #define BATCH_MIB 8u
 #define BATCHES 40u /* 320 MiB promoted and dropped, 2.5 heaps */
-
-struct node {
-	uint64_t hdr;
-	struct node *next;
-	uint64_t id, pad[5];
-};
+#define PER_MIB (1024u * 1024u / sizeof(struct dgc_lnode))
 
 static rh_heap *heap;
-static struct node *head; /* global root */
+static struct dgc_lnode *head; /* global root */
 
-/* A list of mib MiB of nodes at *root, numbered from 1; false if an
- * allocation failed. */
-static bool build(rh_mutator *m, rh_type_id t, struct node **root, unsigned mib)
+/* A list of mib MiB of nodes at *root; false if an allocation failed. */
+static bool build(rh_mutator *m, rh_type_id t, struct dgc_lnode **root, unsigned mib)
 {
-	uint64_t n = (uint64_t)mib * 1024 * 1024 / NODE_BYTES;
-	for (uint64_t i = 1; i <= n; i++) {
-		struct node *x = rh_alloc(m, t);
-		if (!x) {
-			CHECK(0, "allocating node %llu of %u MiB: %s", (unsigned long long)i, mib,
-			      rh_last_error()->msg);
-			return false;
-		}
-		x->id = i;
-		rh_write_ref(m, (void **)&x->next, *root);
-		rh_write_ref(m, (void **)root, x);
-	}
-	return true;
+	rh_error err;
+	bool ok = dgc_lnode_push(m, t, root, 1, (uint64_t)mib * PER_MIB, &err);
+	CHECK(ok, "allocating %u MiB of nodes: %s", mib, err.msg);
+	return ok;
 }
 
-static uint64_t length(const struct node *x)
+/* The list's length, 0 if its numbers are not consecutive. */
+static uint64_t length(const struct dgc_lnode *x)
 {
 	uint64_t n = 0, want = 0;
 	for (; x; x = x->next, n++)
@@ -65,13 +51,7 @@ static void run(void)
 {
 	rh_error err;
 	rh_set_conservative(heap, false);
-	static const uint32_t ptrs[] = {8};
-	rh_type_desc nd = {.name = "md-node",
-	                   .layout = RH_LAYOUT_FIXED,
-	                   .size = sizeof(struct node),
-	                   .ptr_offsets = ptrs,
-	                   .n_ptrs = 1};
-	rh_type_id t = rh_type_register(heap, &nd, &err);
+	rh_type_id t = dgc_lnode_type(heap, "md-node", &err);
 	rh_global_add(heap, (void **)&head);
 	rh_mutator *m = rh_mutator_attach(heap, &err);
 	CHECK(t && m, "register the node type and attach: %s", err.msg);
@@ -95,7 +75,7 @@ static void run(void)
 	      "three quarters free",
 	      (unsigned long long)(s1.full_collections - s0.full_collections),
 	      (unsigned long long)(s1.full_collections_remote - s0.full_collections_remote));
-	uint64_t n = (uint64_t)LIVE_MIB * 1024 * 1024 / NODE_BYTES;
+	uint64_t n = (uint64_t)LIVE_MIB * PER_MIB;
 	CHECK(length(head) == n, "the long-lived list reads back whole");
 
 	rh_write_ref(m, (void **)&head, NULL);
@@ -104,8 +84,8 @@ static void run(void)
 			goto out;
 		rh_collect(m, 0); /* promoted at once: it survived whole */
 		rh_collect(m, 0);
-		CHECK(length(head) == (uint64_t)BATCH_MIB * 1024 * 1024 / NODE_BYTES,
-		      "batch %u reads back whole", b);
+		CHECK(length(head) == (uint64_t)BATCH_MIB * PER_MIB, "batch %u reads back whole",
+		      b);
 		rh_write_ref(m, (void **)&head, NULL);
 	}
 	rh_stats_get(heap, &s2);

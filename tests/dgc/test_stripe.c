@@ -12,14 +12,9 @@
 #include "runtime/remote.h"
 #include "tests/common/check.h"
 #include "tests/common/cluster.h"
+#include "tests/dgc/forest.h"
 
-struct node {
-	uint64_t hdr;
-	struct node *next;
-	uint64_t id, pad[5];
-};
-
-static struct node *head; /* global root */
+static struct dgc_lnode *head; /* global root */
 
 int main(int argc, char **argv)
 {
@@ -30,30 +25,14 @@ int main(int argc, char **argv)
 		return rc;
 	rh_heap *h = ct.heap;
 	rh_error err;
-	static const uint32_t ptrs[] = {8};
-	rh_type_desc nd = {.name = "st-node",
-	                   .layout = RH_LAYOUT_FIXED,
-	                   .size = sizeof(struct node),
-	                   .ptr_offsets = ptrs,
-	                   .n_ptrs = 1};
-	rh_type_id t = rh_type_register(h, &nd, &err);
+	rh_type_id t = dgc_lnode_type(h, "st-node", &err);
 	rh_global_add(h, (void **)&head);
 	rh_mutator *m = rh_mutator_attach(h, &err);
 	CHECK(t && m, "register the node type and attach: %s", err.msg);
 	if (!t || !m)
 		return cluster_test_end(&ct);
-	uint64_t n = 24ull * 1024 * 1024 / sizeof(struct node);
-	for (uint64_t i = 0; i < n; i++) {
-		struct node *x = rh_alloc(m, t);
-		if (!x) {
-			CHECK(0, "allocating node %llu: %s", (unsigned long long)i,
-			      rh_last_error()->msg);
-			break;
-		}
-		x->id = i;
-		rh_write_ref(m, (void **)&x->next, head);
-		rh_write_ref(m, (void **)&head, x);
-	}
+	uint64_t n = 24ull * 1024 * 1024 / sizeof(struct dgc_lnode);
+	CHECK(dgc_lnode_push(m, t, &head, 0, n, &err), "allocating the nodes: %s", err.msg);
 	rh_collect(m, 0);
 	size_t used[2] = {0, 0};
 	for (uint32_t i = 0; i < h->n_regions; i++) {
@@ -72,7 +51,7 @@ int main(int argc, char **argv)
 	CHECK(diff * 8 <= all, "the two partitions hold %zu and %zu regions: within an eighth",
 	      used[0], used[1]);
 	uint64_t len = 0;
-	for (struct node *x = head; x; x = x->next)
+	for (struct dgc_lnode *x = head; x; x = x->next)
 		len++;
 	CHECK(len == n, "the list reads back whole (%llu of %llu nodes)", (unsigned long long)len,
 	      (unsigned long long)n);

@@ -63,4 +63,20 @@ static inline rh_type_id swap_bytes_type(rh_heap *h, rh_error *err)
 	return rh_type_register(h, &bytes, err);
 }
 
+/* A byte array rooted at *root holding n whole pages, filled with
+ * pattern(): the address of its first whole page, or 0 if the array
+ * could not be allocated. The caller allocates nothing more while it
+ * uses the pages, so nothing collects and nothing moves. */
+static inline uintptr_t swap_pattern_pages(rh_mutator *m, rh_type_id t_bytes, void **root, size_t n)
+{
+	*root = rh_alloc_array(m, t_bytes, (n + 1) * RH_PAGE_SIZE);
+	if (!*root)
+		return 0;
+	uintptr_t p0 = ((uintptr_t)*root + 16 + RH_PAGE_SIZE - 1) & ~(uintptr_t)(RH_PAGE_SIZE - 1);
+	uint8_t *pages = (uint8_t *)p0;
+	for (size_t i = 0; i < n * RH_PAGE_SIZE; i++)
+		pages[i] = pattern(i);
+	return p0;
+}
+
 #endif

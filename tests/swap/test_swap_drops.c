@@ -71,15 +71,11 @@ int main(int argc, char **argv)
 	static void *arr;
 	rh_global_add(h, &arr);
 	rh_mutator *m = rh_mutator_attach(h, &err);
-	arr = rh_alloc_array(m, t_bytes, (PAGES + 1) * RH_PAGE_SIZE);
-	CHECK(arr != NULL, "allocate the array");
-	if (!arr)
+	uintptr_t p0 = swap_pattern_pages(m, t_bytes, &arr, PAGES);
+	CHECK(p0 != 0, "allocate the array");
+	if (!p0)
 		goto out;
-	/* No allocation from here on: nothing collects, nothing moves. */
-	uintptr_t p0 = ((uintptr_t)arr + 16 + RH_PAGE_SIZE - 1) & ~(uintptr_t)(RH_PAGE_SIZE - 1);
 	uint8_t *pages = (uint8_t *)p0;
-	for (size_t i = 0; i < PAGES * RH_PAGE_SIZE; i++)
-		pages[i] = pattern(i);
 	uint32_t region = rh_region_index(h, p0);
 	CHECK(rh_region_index(h, p0 + PAGES * RH_PAGE_SIZE - 1) == region,
 	      "the pages lie in one region");
