@@ -69,10 +69,11 @@ static bool room_low(const rh_heap *h)
  * fillers: 150-1500 ms on this machine), where a local heap marks
  * concurrently. The memory servers hold the old generation and CSSCs
  * reclaim its regions from their markings, so growth alone does not call
- * for one: it runs when the free room falls to sizing.C1's threshold, or
- * while the last full marking found most of what it marked dead
- * (full_growth back at its floor: a program whose old data dies, as the
- * window workload's batches do, is marked as before). */
+ * for one: it runs when the free room falls to sizing.C1's threshold, or,
+ * once a full marking has run, while full_growth is at its floor (no
+ * marking found more than three quarters of its set live, or one since
+ * found less than half: a program whose old data dies, as the window
+ * workload's batches do, is marked as before). */
 static bool marking_pays(const rh_heap *h)
 {
 	return room_low(h) || (h->sz.live_after_full && h->sz.full_growth <= 2);

@@ -44,8 +44,10 @@ static inline rh_type_id dgc_lnode_type(rh_heap *h, const char *name, rh_error *
 	return rh_type_register(h, &nd, err);
 }
 
-/* Pushes n nodes numbered first, first + 1, ... onto the list at *root;
- * false, with the allocation's error in *err, if one failed. */
+/* Pushes n nodes numbered first, first + 1, ... onto the list at *root,
+ * a global root (rh_global_add: stored directly, not through the write
+ * barrier, which takes heap slots only); false, with the allocation's
+ * error in *err, if one failed. */
 static inline bool dgc_lnode_push(rh_mutator *m, rh_type_id t, struct dgc_lnode **root,
                                   uint64_t first, uint64_t n, rh_error *err)
 {
@@ -57,7 +59,7 @@ static inline bool dgc_lnode_push(rh_mutator *m, rh_type_id t, struct dgc_lnode 
 		}
 		x->id = i;
 		rh_write_ref(m, (void **)&x->next, *root);
-		rh_write_ref(m, (void **)root, x);
+		*root = x;
 	}
 	return true;
 }
