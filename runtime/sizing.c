@@ -49,16 +49,7 @@ bool rh_sizing_full_foreseen(const rh_heap *h)
 	return rh_sizing_old_used(h) + (uint64_t)(h->sz.survival * (double)eden) > old_bound(h);
 }
 
-/* sizing.C1: a cycle starts while twice gc.full_threshold of the regions
- * plus an eden are still free, as G1 starts marking at an occupancy
- * threshold, once the partial collections have taken every old region the
- * last marking found worth collecting (G1's mixed phase ends the same way).
- * Started only when the old generation outgrew its bound, a program whose
- * data grows (listscan) filled the heap first, and a full collection
- * stopped the world for 168 ms. Started whatever the candidates, a small
- * heap (8 MiB, rhscheme's tail calls) was always under the threshold: one
- * cycle followed another, old regions stayed put while each ran (partial
- * collections take none then), and the heap filled with garbage. */
+/* Fewer regions free than twice gc.full_threshold of them plus an eden. */
 static bool room_low(const rh_heap *h)
 {
 	return (double)h->n_free < (double)h->n_regions * h->cfg.full_threshold * 2 + h->eden_limit;
@@ -79,6 +70,16 @@ static bool marking_pays(const rh_heap *h)
 	return room_low(h) || (h->sz.live_after_full && h->sz.full_growth <= 2);
 }
 
+/* sizing.C1: a cycle starts while twice gc.full_threshold of the regions
+ * plus an eden are still free, as G1 starts marking at an occupancy
+ * threshold, once the partial collections have taken every old region the
+ * last marking found worth collecting (G1's mixed phase ends the same way).
+ * Started only when the old generation outgrew its bound, a program whose
+ * data grows (listscan) filled the heap first, and a full collection
+ * stopped the world for 168 ms. Started whatever the candidates, a small
+ * heap (8 MiB, rhscheme's tail calls) was always under the threshold: one
+ * cycle followed another, old regions stayed put while each ran (partial
+ * collections take none then), and the heap filled with garbage. */
 bool rh_sizing_mark_due(const rh_heap *h)
 {
 	return room_low(h) && h->sz.old_cands == 0;

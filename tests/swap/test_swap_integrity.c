@@ -84,11 +84,10 @@ static void vm(cluster *c, int checksum)
 	static void *arr;
 	rh_global_add(h, &arr);
 	rh_mutator *m = rh_mutator_attach(h, &err);
-	arr = rh_alloc_array(m, t_bytes, (PAGES + 1) * RH_PAGE_SIZE);
-	if (!arr)
-		_exit(EXIT_SETUP);
 	/* No allocation from here on: nothing collects, nothing moves. */
-	uintptr_t p0 = ((uintptr_t)arr + 16 + RH_PAGE_SIZE - 1) & ~(uintptr_t)(RH_PAGE_SIZE - 1);
+	uintptr_t p0 = swap_pattern_pages(m, t_bytes, &arr, PAGES);
+	if (!p0)
+		_exit(EXIT_SETUP);
 	uint8_t *pages = (uint8_t *)p0;
 	rh_swap *s = h->swap;
 	uint32_t region = rh_region_index(h, p0);
@@ -96,8 +95,6 @@ static void vm(cluster *c, int checksum)
 	 * page, CLEAN), evicted clean and fetched back from the server. */
 	uint8_t *fresh =
 	        (uint8_t *)(h->base + ((uintptr_t)(region + 1) << s->region_shift) - RH_PAGE_SIZE);
-	for (size_t i = 0; i < PAGES * RH_PAGE_SIZE; i++)
-		pages[i] = pattern(i);
 	volatile uint8_t z = fresh[100];
 	int ok = z == 0 && rh_swap_flush_region(s, region, &err) == RH_OK;
 	ok = ok && mismatches(pages) == 0 && fresh[100] == 0; /* written back, fetched */

@@ -65,17 +65,13 @@ int main(int argc, char **argv)
 	static void *arr;
 	rh_global_add(h, &arr);
 	rh_mutator *m = rh_mutator_attach(h, &err);
-	/* One page more than needed: the pages wholly inside the array. */
-	arr = rh_alloc_array(m, t_bytes, (PAGES + 1) * RH_PAGE_SIZE);
-	CHECK(arr != NULL, "allocate the array");
-	if (!arr)
-		goto out;
 	/* No allocation from here on and the mutator never parks: nothing
 	 * collects, nothing moves. */
-	uintptr_t p0 = ((uintptr_t)arr + 16 + RH_PAGE_SIZE - 1) & ~(uintptr_t)(RH_PAGE_SIZE - 1);
+	uintptr_t p0 = swap_pattern_pages(m, t_bytes, &arr, PAGES);
+	CHECK(p0 != 0, "allocate the array");
+	if (!p0)
+		goto out;
 	uint8_t *pages = (uint8_t *)p0;
-	for (size_t i = 0; i < PAGES * RH_PAGE_SIZE; i++)
-		pages[i] = pattern(i);
 	uint32_t region = rh_region_index(h, p0);
 	CHECK(rh_region_index(h, p0 + PAGES * RH_PAGE_SIZE - 1) == region,
 	      "the pages lie in one region");
