@@ -623,6 +623,7 @@ static void collect_stopped(rh_heap *h, rh_gc_kind kind, uint64_t t_start, rh_gc
 	if (kind == RH_GC_PARTIAL && rh_sizing_full_foreseen(h))
 		kind = RH_GC_FULL;
 	emit_stop(h, kind, t_start);
+	rh_preclean_pause_begin(h);
 	rh_gctrace_begin(h, trace, kind, t_start);
 	pthread_mutex_lock(&h->remset_lock);
 	fold_mutator_counters(h);
@@ -650,6 +651,7 @@ static void collect_stopped(rh_heap *h, rh_gc_kind kind, uint64_t t_start, rh_gc
 	if (rh_cssc_full_by_tracers(h, kind) && short_of_room(h) && compaction_pays(h))
 		compact_on_cpu(h, trace);
 	rh_cmark_pause_end(h);
+	rh_preclean_pause_end(h, kind == RH_GC_FULL);
 	rh_barrier_hand_over(h); /* rset.D1 */
 	pthread_mutex_unlock(&h->remset_lock);
 	uint64_t pause = rh_now_ns() - t_start;

@@ -1212,6 +1212,7 @@ uint64_t rh_cssc_full(rh_heap *h)
 			rh_heap_fail(h, &e);
 	t[2] = rh_now_ns();
 	rh_swap_stats_get(h->swap, &s1);
+	h->cssc.full_written = s1.bytes_evicted - s0.bytes_evicted;
 	uint64_t id = ++h->cssc.id;
 	if (rh_remote_full_begin(h->remote, id, &e) != RH_OK)
 		rh_heap_fail(h, &e);

@@ -30,6 +30,9 @@ typedef struct rh_cssc {
 	 * right after the tracers' full marking: old regions chosen by the
 	 * room they free, not by the pause budget, and no CSSC. */
 	bool compacting;
+	/* Bytes the last full marking wrote back in its pause (preclean.c
+	 * writes most of them back before, between pauses). */
+	uint64_t full_written;
 } rh_cssc;
 
 typedef struct rh_heap rh_heap;

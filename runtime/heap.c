@@ -251,6 +251,11 @@ rh_heap *rh_heap_open(const rh_config *cfg_in, rh_error *err)
 		rh_heap_close(h);
 		return NULL;
 	}
+	if (rh_preclean_init(h) != RH_OK) {
+		rh_err_set(err, RH_ENOMEM, "heap: cannot start the cleaner");
+		rh_heap_close(h);
+		return NULL;
+	}
 	h->stats.heap_size = h->size;
 	h->stats.region_size = h->region_size;
 	h->stats.regions_total = h->n_regions;
@@ -282,6 +287,7 @@ void rh_heap_close(rh_heap *h)
 	rh_livestats_close(h);
 	rh_barrier_stop(h);
 	rh_cmark_stop(h);
+	rh_preclean_stop(h);
 	rh_crew_free(h->crew);
 	if (h->swap) {
 		rh_swap_stats st;

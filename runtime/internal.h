@@ -29,6 +29,7 @@
 #include "gc/types.h"
 #include "rheap/rheap.h"
 #include "runtime/cmark.h"
+#include "runtime/preclean.h"
 #include "runtime/cssc.h"
 #include "runtime/gcwork.h"
 #include "runtime/livestats.h"
@@ -189,6 +190,7 @@ struct rh_heap {
 	bool offload_active; /* this pause has tracer candidates */
 	uint8_t *offload;    /* per region: RH_OFF_* */
 	rh_cssc cssc;        /* the rest of its state (cssc.h) */
+	rh_preclean pc;      /* cleaning ahead of the tracers' full marking (preclean.h) */
 };
 
 enum { RH_OFF_NONE = 0, RH_OFF_CAND = 1, RH_OFF_MOVED = 2, RH_OFF_DEST = 3 };

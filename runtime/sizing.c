@@ -70,6 +70,50 @@ static bool marking_pays(const rh_heap *h)
 	return room_low(h) || (h->sz.live_after_full && h->sz.full_growth <= 2);
 }
 
+/* sizing.F2: the full marking sizing.F1 lets through, projected ahead:
+ * the old generation past its bound and the room low (or the floor case),
+ * or the free regions below gc.full_threshold, which forces one (collect.c,
+ * short_of_room). Ahead means RH_SZ_NEAR_PAUSES partial pauses at the
+ * averaged growth per pause, and at least half the room sizing.C1 keeps
+ * (and a quarter more old data): a small eden makes pauses frequent and
+ * four of them too short for the cleaner. Only the cleaner ahead of the
+ * marking asks (preclean.c): a wrong guess costs a pass of write-backs,
+ * never a collection. */
+bool rh_sizing_full_near(const rh_heap *h)
+{
+	const rh_sizing *sz = &h->sz;
+	double k = RH_SZ_NEAR_PAUSES;
+	double thr = (double)h->n_regions * h->cfg.full_threshold;
+	double low = thr * 2 + h->eden_limit;
+	double margin = k * (sz->free_step > 0 ? sz->free_step : 0);
+	if (margin < low / 2)
+		margin = low / 2;
+	double n_free = (double)h->n_free - margin;
+	double old = (double)rh_sizing_old_used(h);
+	double grown = old + k * (sz->old_step > 0 ? sz->old_step : 0);
+	if (grown < old * 1.25)
+		grown = old * 1.25;
+	bool floor = sz->live_after_full && sz->full_growth <= 2;
+	return n_free < thr || (grown > (double)old_bound(h) && (n_free < low || floor));
+}
+
+/* The growth sizing.F2 projects: measured from the end of one pause to the
+ * end of the next partial one. */
+static void track_growth(rh_gc *g)
+{
+	rh_heap *h = g->h;
+	rh_sizing *sz = &h->sz;
+	uint64_t old = rh_sizing_old_used(h);
+	if (g->kind == RH_GC_PARTIAL && sz->steps_valid) {
+		sz->old_step = 0.5 * sz->old_step + 0.5 * ((double)old - (double)sz->old_prev);
+		sz->free_step =
+		        0.5 * sz->free_step + 0.5 * ((double)sz->free_prev - (double)h->n_free);
+	}
+	sz->old_prev = old;
+	sz->free_prev = h->n_free;
+	sz->steps_valid = true;
+}
+
 /* sizing.C1: a cycle starts while twice gc.full_threshold of the regions
  * plus an eden are still free, as G1 starts marking at an occupancy
  * threshold, once the partial collections have taken every old region the
@@ -297,6 +341,7 @@ void rh_sizing_after(rh_gc *g)
 		choose_tenure(g);
 	}
 	size_eden(g);
+	track_growth(g);
 }
 
 void rh_sizing_init(rh_heap *h)

@@ -40,7 +40,16 @@ typedef struct rh_sizing {
 	bool probing;             /* ages survivors only to measure them (sizing.T3) */
 	uint32_t streak;          /* measured pauses in a row that kept all they aged (sizing.T2) */
 	size_t old_cands;         /* old regions the last marking left worth collecting */
+	/* Growth per partial pause, averaged (sizing.F2): old bytes gained and
+	 * free regions lost, from the values at the end of the last pause. */
+	double old_step, free_step;
+	uint64_t old_prev;
+	uint32_t free_prev;
+	bool steps_valid;
 } rh_sizing;
+
+/* sizing.F2: how many partial pauses ahead a full marking counts as near. */
+#define RH_SZ_NEAR_PAUSES 4.0
 
 typedef struct rh_heap rh_heap;
 typedef struct rh_gc rh_gc;
@@ -65,6 +74,9 @@ bool rh_sizing_full_foreseen(const rh_heap *h);
  * now, to find the old generation's garbage before a full collection is
  * forced (sizing.C1). */
 bool rh_sizing_mark_due(const rh_heap *h);
+/* Whether the tracers' full marking is expected within RH_SZ_NEAR_PAUSES
+ * partial pauses at the growth of the last ones (sizing.F2). */
+bool rh_sizing_full_near(const rh_heap *h);
 /* Predicted pause time an old region adds to a partial collection. */
 double rh_sizing_old_cost(const rh_heap *h, uint64_t live_bytes, uint64_t cards);
 

@@ -349,6 +349,24 @@ int rh_swap_clean_region(rh_swap *s, uint32_t region, rh_error *err)
 	return RH_OK;
 }
 
+int rh_swap_clean_step(rh_swap *s, uint32_t region, rh_error *err)
+{
+	/* No finish_fault: a page being installed now is left for the next
+	 * step or the full marking's own clean, which waits for it. */
+	int got = rh_swap_clean_batch(s, region);
+	if (got < 0 || atomic_load(&s->failed)) {
+		rh_err_set(err, RH_EPEER, "swap: writing back region %u failed", region);
+		return -1;
+	}
+	return got;
+}
+
+bool rh_swap_region_write_hot(rh_swap *s, uint32_t region)
+{
+	/* swap.W3: a hint, read relaxed. */
+	return __atomic_load_n(&s->wscore[region], __ATOMIC_RELAXED) >= RH_WSCORE_ON;
+}
+
 void rh_swap_stats_get(rh_swap *s, rh_swap_stats *out)
 {
 	out->faults = atomic_load(&s->st.faults);

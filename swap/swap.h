@@ -108,6 +108,15 @@ int rh_swap_flush_region(rh_swap *s, uint32_t region, rh_error *err);
  * written again. Pages dirtied while it runs may stay dirty. */
 int rh_swap_clean_region(rh_swap *s, uint32_t region, rh_error *err);
 
+/* One batch of the region's dirty pages written back and kept (CLEAN),
+ * for a caller that cleans a little at a time between pauses (preclean.P2
+ * in docs/distributed-gc.md): the pages written, 0 once none is dirty, -1
+ * (err set) if the write-back failed. Pages being faulted in are skipped. */
+int rh_swap_clean_step(rh_swap *s, uint32_t region, rh_error *err);
+/* Whether the region's pages are expected to be written while resident
+ * (swap.W1's score at its threshold, or the collector's hint, swap.W4). */
+bool rh_swap_region_write_hot(rh_swap *s, uint32_t region);
+
 void rh_swap_stats_get(rh_swap *s, rh_swap_stats *out);
 uint8_t rh_swap_page_state(rh_swap *s, uintptr_t addr);
 /* Change the readahead window (pages after a faulting one; with adaptive

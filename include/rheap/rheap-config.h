@@ -94,6 +94,9 @@ typedef struct rh_config {
 	                        concurrently instead of in full collections (1, default) */
 	int remark;          /* "remark": tracers remark before evacuating (1, default). Debug only:
 	                0 exists so a test can show the objects the remark saves */
+	int preclean;        /* "preclean": with offload on, dirty old pages are written back
+	                        between pauses ahead of the tracers' full marking, so that its
+	                        pause writes back less (1, default) */
 
 	/* "secret_file": path of a file (mode 0600 or stricter) holding the shared secret */
 	char secret_file[RH_PATH_MAX];
