@@ -88,7 +88,8 @@ static const char *differs(const rh_config *a, const rh_config *b)
 		return "gc.young_fraction";
 	if (a->full_threshold != b->full_threshold)
 		return "gc.full_threshold";
-	if (a->offload != b->offload || a->reorder != b->reorder || a->verify != b->verify)
+	if (a->offload != b->offload || a->reorder != b->reorder || a->verify != b->verify ||
+	    a->preclean != b->preclean)
 		return "gc booleans";
 	if (a->tracer_threads != b->tracer_threads)
 		return "gc.tracer_threads";
