@@ -1247,8 +1247,7 @@ uint64_t rh_cssc_full(rh_heap *h)
 	       "marking %.1f, results %.1f (fillers and references %.1f, pages of %llu regions "
 	       "with fillers dropped %.1f), remembered sets %.1f, reclaim %.1f",
 	       (double)(t[6] - t[0]) / 1e6, (double)(t[1] - t[0]) / 1e6,
-	       (double)(t[2] - t[1]) / 1e6,
-	       (unsigned long long)((s1.bytes_evicted - s0.bytes_evicted) >> 20),
+	       (double)(t[2] - t[1]) / 1e6, (unsigned long long)(h->cssc.full_written >> 20),
 	       (double)(t[3] - t[2]) / 1e6, (double)(t[4] - t[3]) / 1e6,
 	       (double)(t[7] - t[3]) / 1e6, (unsigned long long)dropped,
 	       (double)(t[4] - t[7]) / 1e6, (double)(t[5] - t[4]) / 1e6,

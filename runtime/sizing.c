@@ -49,10 +49,22 @@ bool rh_sizing_full_foreseen(const rh_heap *h)
 	return rh_sizing_old_used(h) + (uint64_t)(h->sz.survival * (double)eden) > old_bound(h);
 }
 
-/* Fewer regions free than twice gc.full_threshold of them plus an eden. */
+/* Twice gc.full_threshold of the regions plus an eden. */
+static double room_low_bound(const rh_heap *h)
+{
+	return (double)h->n_regions * h->cfg.full_threshold * 2 + h->eden_limit;
+}
+
+/* Fewer regions free than room_low_bound. */
 static bool room_low(const rh_heap *h)
 {
-	return (double)h->n_free < (double)h->n_regions * h->cfg.full_threshold * 2 + h->eden_limit;
+	return (double)h->n_free < room_low_bound(h);
+}
+
+/* full_growth at its floor after a full marking (sizing.F1's exception). */
+static bool growth_at_floor(const rh_heap *h)
+{
+	return h->sz.live_after_full && h->sz.full_growth <= 2;
 }
 
 /* sizing.F1: with offloading on, an old generation past its bound takes
@@ -67,7 +79,7 @@ static bool room_low(const rh_heap *h)
  * workload's batches do, is marked as before). */
 static bool marking_pays(const rh_heap *h)
 {
-	return room_low(h) || (h->sz.live_after_full && h->sz.full_growth <= 2);
+	return room_low(h) || growth_at_floor(h);
 }
 
 /* sizing.F2: the full marking sizing.F1 lets through, projected ahead:
@@ -84,7 +96,7 @@ bool rh_sizing_full_near(const rh_heap *h)
 	const rh_sizing *sz = &h->sz;
 	double k = RH_SZ_NEAR_PAUSES;
 	double thr = (double)h->n_regions * h->cfg.full_threshold;
-	double low = thr * 2 + h->eden_limit;
+	double low = room_low_bound(h);
 	double margin = k * (sz->free_step > 0 ? sz->free_step : 0);
 	if (margin < low / 2)
 		margin = low / 2;
@@ -93,8 +105,8 @@ bool rh_sizing_full_near(const rh_heap *h)
 	double grown = old + k * (sz->old_step > 0 ? sz->old_step : 0);
 	if (grown < old * 1.25)
 		grown = old * 1.25;
-	bool floor = sz->live_after_full && sz->full_growth <= 2;
-	return n_free < thr || (grown > (double)old_bound(h) && (n_free < low || floor));
+	return n_free < thr ||
+	       (grown > (double)old_bound(h) && (n_free < low || growth_at_floor(h)));
 }
 
 /* The growth sizing.F2 projects: measured from the end of one pause to the
