@@ -121,6 +121,7 @@ void rh_config_default(rh_config *cfg)
 	cfg->concurrent_mark = 1;
 	cfg->remark = 1;
 	cfg->preclean = 1;
+	cfg->pretouch = 1;
 }
 
 /* ------------------------------------------------------------------ validation */
@@ -423,6 +424,7 @@ static int check(const struct ctx *c, rh_config *cfg)
 	cfg->concurrent_mark = !!cfg->concurrent_mark;
 	cfg->remark = !!cfg->remark;
 	cfg->preclean = !!cfg->preclean;
+	cfg->pretouch = !!cfg->pretouch;
 	return 0;
 }
 
@@ -666,19 +668,13 @@ static const char *const cache_keys[] = {
         "fraction", "faults", "fault_spin_us", "readahead", "readahead_adaptive", "checksum", NULL};
 static const char *const transport_keys[] = {"provider", "timeout_ms", NULL};
 static const char *const server_keys[] = {"host", "port", "partition_size", NULL};
-static const char *const gc_keys[] = {"pause_budget_ms",
-                                      "order",
-                                      "young_fraction",
-                                      "full_threshold",
-                                      "offload",
-                                      "tracer_threads",
-                                      "reorder",
-                                      "verify",
-                                      "remark",
-                                      "concurrent_mark",
-                                      "copy_threads",
-                                      "preclean",
-                                      NULL};
+static const char *const gc_keys[] = {"pause_budget_ms", "order",
+                                      "young_fraction",  "full_threshold",
+                                      "offload",         "tracer_threads",
+                                      "reorder",         "verify",
+                                      "remark",          "concurrent_mark",
+                                      "copy_threads",    "preclean",
+                                      "pretouch",        NULL};
 
 #define GET(obj, k) json_object_get(obj, k)
 
@@ -754,6 +750,7 @@ static int parse_gc(const struct ctx *c, const json_t *gc, rh_config *cfg)
 	                 &cfg->concurrent_mark)) ||
 	    (rc = j_bool(c, "gc.remark", GET(gc, "remark"), &cfg->remark)) ||
 	    (rc = j_bool(c, "gc.preclean", GET(gc, "preclean"), &cfg->preclean)) ||
+	    (rc = j_bool(c, "gc.pretouch", GET(gc, "pretouch"), &cfg->pretouch)) ||
 	    (rc = j_int(c, "gc.copy_threads", GET(gc, "copy_threads"), 0, RH_COPY_THREADS_MAX,
 	                &copiers)))
 		return rc;
@@ -1003,6 +1000,7 @@ char *rh_config_to_json(const rh_config *cfg)
 	put(gc, "verify", json_boolean(cfg->verify), &ok);
 	put(gc, "concurrent_mark", json_boolean(cfg->concurrent_mark), &ok);
 	put(gc, "preclean", json_boolean(cfg->preclean), &ok);
+	put(gc, "pretouch", json_boolean(cfg->pretouch), &ok);
 	if (!cfg->remark) /* a debug switch: only shown when set */
 		put(gc, "remark", json_boolean(cfg->remark), &ok);
 	put(root, "gc", gc, &ok);

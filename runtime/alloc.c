@@ -51,7 +51,7 @@ static uintptr_t eden_carve(rh_heap *h, size_t bytes, bool past_limit)
 	/* Survivor regions are eden too, but not allocation space. */
 	if (!past_limit && h->n_eden - h->n_surv >= h->eden_limit)
 		return 0;
-	int64_t i = rh_region_take(h, RH_REGION_EDEN);
+	int64_t i = rh_region_take_eden(h);
 	if (i < 0)
 		return 0;
 	rh_region *r = &h->regions[i];

@@ -37,13 +37,16 @@ static void file_buffer(rh_heap *h, rh_bqbuf *b)
 	b->n = 0;
 }
 
-/* Spare buffers kept for reuse beyond this are freed: a pause may list
- * hundreds of buffers' worth of references (rset.D1) once. */
-#define SPARE_MAX 64
+/* scratch.K3: spare buffers are kept for reuse up to what the last pauses'
+ * lists took (rset.D1), at least SPARE_MIN. A pause that re-records the
+ * references of 400,000 promoted objects (cc, after its graph is built)
+ * lists 400 buffers; with 64 kept, the rest were freed after filing, and
+ * every such pause faulted 6 MiB of fresh pages in again. */
+#define SPARE_MIN 64
 
 static void spare(rh_heap *h, rh_bqbuf *b)
 {
-	if (h->bq_n_spare >= SPARE_MAX) {
+	if (h->bq_n_spare >= (h->bq_spare_max > SPARE_MIN ? h->bq_spare_max : SPARE_MIN)) {
 		free(b);
 		return;
 	}
@@ -192,6 +195,7 @@ void rh_remember_later(rh_heap *h, uintptr_t slot, uintptr_t target)
 		if (b)
 			queue_full(h, b);
 		b = h->bq_pause = take_spare(h);
+		h->bq_pause_bufs++;
 	}
 	b->e[b->n][0] = slot;
 	b->e[b->n][1] = target;
@@ -202,6 +206,14 @@ void rh_remember_later(rh_heap *h, uintptr_t slot, uintptr_t target)
  * thread. */
 void rh_barrier_hand_over(rh_heap *h)
 {
+	/* scratch.K3: room for this pause's list, decaying by an eighth a
+	 * pause, bounded by scratch.K2's limit. */
+	uint32_t want = h->bq_spare_max - h->bq_spare_max / 8;
+	if (want < h->bq_pause_bufs)
+		want = h->bq_pause_bufs;
+	size_t most = h->scratch.limit / sizeof(rh_bqbuf);
+	h->bq_spare_max = want < most ? want : (uint32_t)most;
+	h->bq_pause_bufs = 0;
 	rh_bqbuf *b = h->bq_pause;
 	if (!b || !b->n)
 		return;

@@ -149,7 +149,8 @@ static void join(rh_gc *g, struct scan *s, unsigned n)
 			memcpy(g->slots + g->n_slots, p->slots, p->n_slots * sizeof *p->slots);
 			g->n_slots += p->n_slots;
 		}
-		free(p->slots);
+		rh_scratch_put(&g->h->scratch, RH_SCR_CARD_PART + i, p->slots, p->cap_slots,
+		               sizeof *p->slots);
 	}
 }
 
@@ -164,6 +165,8 @@ static void scan_parallel(rh_gc *g, const card_runs *cr, unsigned n)
 		s->part[i].h = g->h;
 		s->part[i].kind = g->kind;
 		s->part[i].one_pass = true;
+		s->part[i].slots = rh_scratch_take(&g->h->scratch, RH_SCR_CARD_PART + i,
+		                                   &s->part[i].cap_slots);
 	}
 	rh_crew_run(g->h->crew, scan_part, s);
 	join(g, s, n);
@@ -175,6 +178,7 @@ void rh_cards_scan(rh_gc *g)
 	rh_heap *h = g->h;
 	uint64_t t0 = rh_now_ns();
 	card_runs cr = {0};
+	cr.runs = rh_scratch_take(&h->scratch, RH_SCR_CARD_RUNS, &cr.cap); /* scratch.K1 */
 	gather(h, &cr);
 	g->cards += cr.cards;
 	unsigned n = cr.cards >= PAR_CARDS && cr.n > 1 && g->one_pass ? rh_gc_workers(h) : 1;
@@ -185,6 +189,6 @@ void rh_cards_scan(rh_gc *g)
 		for (size_t i = 0; i < cr.n; i++)
 			rh_cards_slots_inline(h, cr.runs[i][0], cr.runs[i][1], card_root, g);
 	}
-	free(cr.runs);
+	rh_scratch_put(&h->scratch, RH_SCR_CARD_RUNS, cr.runs, cr.cap, sizeof *cr.runs);
 	g->cards_ns = rh_now_ns() - t0;
 }

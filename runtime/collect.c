@@ -443,6 +443,9 @@ static void collect(rh_heap *h, rh_gc_kind kind)
 {
 	/* Address order (reordering off) needs the whole live set first. */
 	rh_gc g = {.h = h, .kind = kind, .one_pass = h->cfg.reorder};
+	/* scratch.K1: the lists come from the last pause, their pages mapped. */
+	g.slots = rh_scratch_take(&h->scratch, RH_SCR_GC_SLOTS, &g.cap_slots);
+	g.kept = rh_scratch_take(&h->scratch, RH_SCR_GC_KEPT, &g.cap_kept);
 	h->gc_index = h->stats.collections + h->stats.full_collections;
 	g.live = calloc(h->n_regions, sizeof *g.live);
 	if (!g.live)
@@ -543,8 +546,8 @@ done:
 	else
 		h->stats.collections++;
 	pthread_mutex_unlock(&h->stats_lock);
-	free(g.slots);
-	free(g.kept);
+	rh_scratch_put(&h->scratch, RH_SCR_GC_SLOTS, g.slots, g.cap_slots, sizeof *g.slots);
+	rh_scratch_put(&h->scratch, RH_SCR_GC_KEPT, g.kept, g.cap_kept, sizeof *g.kept);
 	free(g.live);
 	rh_cssc_finish(h, kind);
 
@@ -624,6 +627,7 @@ static void collect_stopped(rh_heap *h, rh_gc_kind kind, uint64_t t_start, rh_gc
 		kind = RH_GC_FULL;
 	emit_stop(h, kind, t_start);
 	rh_preclean_pause_begin(h);
+	rh_pretouch_pause_begin(h);
 	rh_gctrace_begin(h, trace, kind, t_start);
 	pthread_mutex_lock(&h->remset_lock);
 	fold_mutator_counters(h);
@@ -655,7 +659,8 @@ static void collect_stopped(rh_heap *h, rh_gc_kind kind, uint64_t t_start, rh_gc
 	rh_barrier_hand_over(h); /* rset.D1 */
 	pthread_mutex_unlock(&h->remset_lock);
 	uint64_t pause = rh_now_ns() - t_start;
-	rh_stats_record_pause(h, kind, pause);
+	rh_stats_record_pause(h, kind, pause); /* reads n_free */
+	rh_pretouch_pause_end(h);              /* pretouch.P1: last */
 	rh_gctrace_pause_end(trace, t_start + pause);
 	rh_log(RH_LOG_DEBUG, "gc", "pause %.2f ms", (double)pause / 1e6);
 }
@@ -696,6 +701,7 @@ size_t rh_verify(rh_mutator *m)
 	rh_heap *h = m->heap;
 	while (!rh_stw_begin(h, m))
 		;
+	rh_pretouch_pause_begin(h); /* pretouch.P1: the free list as it is */
 	pthread_mutex_lock(&h->remset_lock);
 	rh_cmark_hold(h); /* the scrub writes fillers */
 	fold_mutator_counters(h);
@@ -703,6 +709,7 @@ size_t rh_verify(rh_mutator *m)
 	size_t bad = rh_verify_heap(h);
 	rh_cmark_pause_end(h);
 	pthread_mutex_unlock(&h->remset_lock);
+	rh_pretouch_pause_end(h);
 	rh_stw_end(h);
 	return bad;
 }

@@ -711,10 +711,17 @@ static void account(rh_gc *g, const rh_gcw *w)
  * (evac.P4). Without memory for the list, plain DFS order. */
 static void roots_first(rh_gcw *w)
 {
-	size_t n = w->n_slots, k = 0;
-	uintptr_t *copies = n ? malloc(n * sizeof *copies) : NULL;
-	if (!copies)
+	size_t n = w->n_slots, k = 0, cap = 0;
+	if (!n)
 		return;
+	rh_scratch *sc = &w->h->scratch;
+	uintptr_t *copies = rh_scratch_take(sc, RH_SCR_ROOT_COPIES, &cap); /* scratch.K1 */
+	uintptr_t *grown = rh_grow_try(copies, &cap, n, sizeof *copies, 1024);
+	if (!grown) {
+		free(copies);
+		return;
+	}
+	copies = grown;
 	for (size_t i = 0; i < n; i++) {
 		if (i + AHEAD_TARGET < n)
 			prefetch_target(w, w->slots[i + AHEAD_TARGET]); /* as lookahead */
@@ -726,7 +733,7 @@ static void roots_first(rh_gcw *w)
 	w->n_slots = 0;
 	while (k)
 		scan(w, copies[--k]);
-	free(copies);
+	rh_scratch_put(sc, RH_SCR_ROOT_COPIES, copies, cap, sizeof *copies);
 }
 
 void rh_evac_trace(rh_gc *g)
@@ -752,11 +759,20 @@ void rh_evac_trace(rh_gc *g)
 		rh_panic("collector: out of memory");
 	ps->g = g;
 	rh_pool_init(&ps->pool, n);
-	for (unsigned i = 1; i < n; i++)
-		worker_init(&ps->w[i], g, i, &ps->pool);
+	rh_scratch *sc = &h->scratch;
+	/* scratch.K1: the lists of the last parallel pass, pages and all. */
+	ps->pool.items = rh_scratch_take(sc, RH_SCR_POOL, &ps->pool.cap);
+	for (unsigned i = 1; i < n; i++) {
+		rh_gcw *w = &ps->w[i];
+		worker_init(w, g, i, &ps->pool);
+		w->slots = rh_scratch_take(sc, RH_SCR_W_SLOTS + i, &w->cap_slots);
+		w->kept = rh_scratch_take(sc, RH_SCR_W_KEPT + i, &w->cap_kept);
+	}
 	ps->w[0] = solo;
 	ps->w[0].pool = &ps->pool;
 	ps->w[0].solo_until = 0;
+	for (unsigned i = 0; i < n; i++)
+		ps->w[i].rem = rh_scratch_take(sc, RH_SCR_W_REM + i, &ps->w[i].cap_rem);
 	rh_crew_run(h->crew, work, ps);
 	for (unsigned i = 0; i < n; i++) {
 		rh_gcw *w = &ps->w[i];
@@ -765,15 +781,19 @@ void rh_evac_trace(rh_gc *g)
 			g->helper_bytes += w->copied_bytes;
 		for (size_t k = 0; k < w->n_rem; k++)
 			remember(h, (void **)w->rem[k][0], w->rem[k][1]);
-		free(w->rem);
+		rh_scratch_put(sc, RH_SCR_W_REM + i, w->rem, w->cap_rem, sizeof *w->rem);
 		/* The survivor regions of helpers end with this pause (eden
 		 * kind, in the next set): nothing to hand over. */
 		if (i) {
-			free(w->slots);
-			free(w->kept);
+			rh_scratch_put(sc, RH_SCR_W_SLOTS + i, w->slots, w->cap_slots,
+			               sizeof *w->slots);
+			rh_scratch_put(sc, RH_SCR_W_KEPT + i, w->kept, w->cap_kept,
+			               sizeof *w->kept);
 		}
 	}
 	give_back(&ps->w[0], g);
+	rh_scratch_put(sc, RH_SCR_POOL, ps->pool.items, ps->pool.cap, sizeof *ps->pool.items);
+	ps->pool.items = NULL;
 	rh_pool_fini(&ps->pool);
 	free(ps);
 }

@@ -33,6 +33,14 @@ static void *map_bitmap(size_t bytes)
 	return p == MAP_FAILED ? NULL : p;
 }
 
+/* scratch.K2: the pauses' work lists may stay allocated between pauses up
+ * to an eighth of the heap (16 MiB at least). */
+static size_t scratch_limit(uintptr_t heap_size)
+{
+	size_t l = (size_t)heap_size / 8;
+	return l < (16u << 20) ? 16u << 20 : l;
+}
+
 static size_t card_bitmap_bytes(const rh_heap *h)
 {
 	return ((h->size >> RH_CARD_SHIFT) + 63) / 64 * 8;
@@ -218,6 +226,7 @@ rh_heap *rh_heap_open(const rh_config *cfg_in, rh_error *err)
 	h->verify = RH_VERIFIER && (cfg.verify || (v && strcmp(v, "1") == 0));
 	init_locks(h);
 	rh_marker_init(&h->marker);
+	rh_scratch_init(&h->scratch, scratch_limit(h->size));
 
 	void *p = mmap((void *)h->base, h->size, PROT_READ | PROT_WRITE,
 	               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
@@ -260,6 +269,12 @@ rh_heap *rh_heap_open(const rh_config *cfg_in, rh_error *err)
 	h->stats.region_size = h->region_size;
 	h->stats.regions_total = h->n_regions;
 	rh_sizing_init(h);
+	/* After sizing: the thread reads the warm pool's size at once. */
+	if (rh_pretouch_init(h) != RH_OK) {
+		rh_err_set(err, RH_ENOMEM, "heap: cannot start the pretouch thread");
+		rh_heap_close(h);
+		return NULL;
+	}
 	rh_log(RH_LOG_INFO, "heap", "opened %lu MiB at %#lx, %u regions of %lu KiB",
 	       (unsigned long)(h->size >> 20), (unsigned long)h->base, h->n_regions,
 	       (unsigned long)(h->region_size >> 10));
@@ -288,6 +303,7 @@ void rh_heap_close(rh_heap *h)
 	rh_barrier_stop(h);
 	rh_cmark_stop(h);
 	rh_preclean_stop(h);
+	rh_pretouch_stop(h);
 	rh_crew_free(h->crew);
 	if (h->swap) {
 		rh_swap_stats st;
@@ -325,6 +341,7 @@ void rh_heap_close(rh_heap *h)
 	if (h->regions)
 		munmap((void *)h->base, h->size);
 	rh_marker_free(&h->marker);
+	rh_scratch_fini(&h->scratch);
 	rh_typetab_free(&h->types);
 	free(h->regions);
 	free(h->in_cset);

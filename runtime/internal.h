@@ -30,6 +30,8 @@
 #include "rheap/rheap.h"
 #include "runtime/cmark.h"
 #include "runtime/preclean.h"
+#include "runtime/pretouch.h"
+#include "runtime/scratch.h"
 #include "runtime/cssc.h"
 #include "runtime/gcwork.h"
 #include "runtime/livestats.h"
@@ -130,12 +132,15 @@ struct rh_heap {
 	uint32_t eden_limit;
 	uint32_t n_old, n_humongous;
 	uint32_t n_warm, warm_limit; /* free regions kept mapped (local heaps) */
+	uint32_t warm_reserve;       /* of those, kept for the next pause's copies (pretouch.P4) */
 
 	pthread_mutex_t remset_lock;
 	pthread_cond_t bq_cond;
 	rh_bqbuf *bq_full; /* buffers waiting for the transfer thread */
 	rh_bqbuf *bq_spare;
 	uint32_t bq_n_spare;
+	uint32_t bq_spare_max;                  /* spares kept (scratch.K3) */
+	uint32_t bq_pause_bufs;                 /* buffers this pause's list took */
 	uint64_t transfer_entries, transfer_ns; /* filed by the transfer thread */
 	rh_bqbuf *bq_pause;    /* survivors' references this pause lists (rset.D1) */
 	uint64_t remset_cards; /* cards over all source queues */
@@ -191,6 +196,8 @@ struct rh_heap {
 	uint8_t *offload;    /* per region: RH_OFF_* */
 	rh_cssc cssc;        /* the rest of its state (cssc.h) */
 	rh_preclean pc;      /* cleaning ahead of the tracers' full marking (preclean.h) */
+	rh_pretouch pt;      /* readying free regions between pauses (pretouch.h) */
+	rh_scratch scratch;  /* the pauses' work lists, kept between pauses (scratch.h) */
 };
 
 enum { RH_OFF_NONE = 0, RH_OFF_CAND = 1, RH_OFF_MOVED = 2, RH_OFF_DEST = 3 };
@@ -222,6 +229,9 @@ static inline bool rh_is_ref(const rh_heap *h, uintptr_t v)
  * A copy destination is never read past its top; eden zeroes each chunk
  * it carves, outside alloc_lock (alloc.P1). */
 int64_t rh_region_take(rh_heap *h, rh_region_kind kind);
+/* The same for the allocator's eden, which leaves warm_reserve warm
+ * regions to the next pause (pretouch.P4). */
+int64_t rh_region_take_eden(rh_heap *h);
 /* A free region among [lo, lo + n) that is not warm, for a tracer's
  * evacuation (alloc_lock held); -1 if none. */
 int64_t rh_region_take_in(rh_heap *h, uint32_t lo, uint32_t n, rh_region_kind kind);

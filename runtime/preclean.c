@@ -64,64 +64,53 @@ static void prune(rh_heap *h)
 		pass_done(h, "done");
 }
 
-static void *cleaner_main(void *arg)
+static bool has_work(void *arg)
+{
+	const rh_preclean *pc = &((rh_heap *)arg)->pc;
+	return pc->next < pc->n_list;
+}
+
+/* One batch of the pass (preclean.P2: the gate runs no step in a pause). */
+static void step(void *arg)
 {
 	rh_heap *h = arg;
 	rh_preclean *pc = &h->pc;
-	pthread_mutex_lock(&pc->lock);
-	for (;;) {
-		/* preclean.P2: nothing while a pause waits or runs. */
-		while (!atomic_load(&pc->stop) &&
-		       (pc->next == pc->n_list || atomic_load(&pc->pause_wanted)))
-			pthread_cond_wait(&pc->cond, &pc->lock);
-		if (atomic_load(&pc->stop))
-			break;
-		rh_error e;
-		int got = rh_swap_clean_step(h->swap, pc->list[pc->next], &e);
-		if (got < 0) {
-			/* The swap system ended the heap (its fatal handler);
-			 * nothing to clean from here. */
-			pass_done(h, "stopped by a failed write-back");
-			continue;
-		}
-		pc->pass_pages += (uint64_t)got;
-		atomic_fetch_add(&pc->pages, (uint64_t)got);
-		if (got == 0 && ++pc->next == pc->n_list)
-			pass_done(h, "done");
+	rh_error e;
+	int got = rh_swap_clean_step(h->swap, pc->list[pc->next], &e);
+	if (got < 0) {
+		/* The swap system ended the heap (its fatal handler); nothing
+		 * to clean from here. */
+		pass_done(h, "stopped by a failed write-back");
+		return;
 	}
-	pthread_mutex_unlock(&pc->lock);
-	return NULL;
+	pc->pass_pages += (uint64_t)got;
+	atomic_fetch_add(&pc->pages, (uint64_t)got);
+	if (got == 0 && ++pc->next == pc->n_list)
+		pass_done(h, "done");
 }
 
 int rh_preclean_init(rh_heap *h)
 {
 	rh_preclean *pc = &h->pc;
-	pthread_mutex_init(&pc->lock, NULL);
-	pthread_cond_init(&pc->cond, NULL);
+	rh_gate_init(&pc->gate);
 	if (!h->swap || !h->offload_on || !h->cfg.preclean)
 		return RH_OK;
 	pc->list = malloc(h->n_regions * sizeof *pc->list);
 	if (!pc->list)
 		return RH_ENOMEM;
-	if (pthread_create(&pc->thread, NULL, cleaner_main, h) != 0) {
+	if (rh_gate_start(&pc->gate, has_work, step, h) != RH_OK) {
 		free(pc->list);
 		pc->list = NULL;
 		return RH_ENOMEM;
 	}
-	pc->on = true;
 	return RH_OK;
 }
 
 void rh_preclean_stop(rh_heap *h)
 {
 	rh_preclean *pc = &h->pc;
-	if (pc->on) {
-		pthread_mutex_lock(&pc->lock);
-		atomic_store(&pc->stop, true);
-		pthread_cond_broadcast(&pc->cond);
-		pthread_mutex_unlock(&pc->lock);
-		pthread_join(pc->thread, NULL);
-		pc->on = false;
+	if (pc->gate.on) {
+		rh_gate_stop(&pc->gate);
 		rh_log(RH_LOG_DEBUG, "preclean", "%llu passes, %.1f MiB written back",
 		       (unsigned long long)atomic_load(&pc->passes),
 		       (double)atomic_load(&pc->pages) * RH_PAGE_SIZE / (1 << 20));
@@ -132,18 +121,13 @@ void rh_preclean_stop(rh_heap *h)
 
 void rh_preclean_pause_begin(rh_heap *h)
 {
-	rh_preclean *pc = &h->pc;
-	if (!pc->on)
-		return;
-	/* preclean.P1: the cleaner sees the flag after its batch and waits. */
-	atomic_fetch_add(&pc->pause_wanted, 1);
-	pthread_mutex_lock(&pc->lock);
+	rh_gate_pause_begin(&h->pc.gate); /* preclean.P1 */
 }
 
 void rh_preclean_pause_end(rh_heap *h, bool full)
 {
 	rh_preclean *pc = &h->pc;
-	if (!pc->on)
+	if (!pc->gate.on)
 		return;
 	/* sizing.F2: one pass after another while the marking is near,
 	 * each started by a pause: a program goes on promoting data after a
@@ -158,16 +142,14 @@ void rh_preclean_pause_end(rh_heap *h, bool full)
 	} else if (rh_sizing_full_near(h)) {
 		start_pass(h);
 	}
-	atomic_fetch_sub(&pc->pause_wanted, 1);
-	pthread_cond_broadcast(&pc->cond);
-	pthread_mutex_unlock(&pc->lock);
+	rh_gate_pause_end(&pc->gate);
 }
 
 bool rh_preclean_idle(rh_heap *h)
 {
 	rh_preclean *pc = &h->pc;
-	pthread_mutex_lock(&pc->lock);
+	pthread_mutex_lock(&pc->gate.lock);
 	bool idle = pc->next == pc->n_list;
-	pthread_mutex_unlock(&pc->lock);
+	pthread_mutex_unlock(&pc->gate.lock);
 	return idle;
 }

@@ -6,22 +6,20 @@
 #ifndef RH_RUNTIME_PRECLEAN_H
 #define RH_RUNTIME_PRECLEAN_H
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "runtime/gate.h"
+
 struct rh_heap;
 
 typedef struct rh_preclean {
-	bool on; /* gc.preclean, offload on a disaggregated heap: the thread runs */
-	pthread_t thread;
-	/* preclean.P1: held by the cleaner for one batch, by a pause from its
-	 * start to its end. Guards everything below but the counters. */
-	pthread_mutex_t lock;
-	pthread_cond_t cond;     /* the cleaner waits for a pass or for a pause to end */
-	atomic_int pause_wanted; /* pauses waiting for the lock */
-	atomic_bool stop;
+	/* preclean.P1: the cleaner (gc.preclean, offload on a disaggregated
+	 * heap) writes one batch back a step; a pause holds the gate's lock
+	 * from its start to its end (gate.G1). The lock guards everything
+	 * below but the counters. */
+	rh_gate gate;
 	uint32_t *list;  /* the pass's regions, in address order */
 	uint32_t n_list; /* regions in the pass */
 	uint32_t next;   /* the region being cleaned; n_list when the pass is over */

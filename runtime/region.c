@@ -89,6 +89,14 @@ int64_t rh_region_take(rh_heap *h, rh_region_kind kind)
 	return take(h, kind, true);
 }
 
+int64_t rh_region_take_eden(rh_heap *h)
+{
+	/* pretouch.P4: allocation leaves the pause's share of the pool
+	 * alone: a cold eden region costs the allocating thread its faults,
+	 * a cold copy destination costs the pause. */
+	return take(h, RH_REGION_EDEN, h->n_warm > h->warm_reserve);
+}
+
 /* The free list's top region, or a warm one first if warm_first. */
 static int64_t take(rh_heap *h, rh_region_kind kind, bool warm_first)
 {
@@ -149,7 +157,8 @@ int64_t rh_region_take_span(rh_heap *h, uint32_t n)
 		if (h->remote && i &&
 		    rh_remote_host_of(h->remote, i) != rh_remote_host_of(h->remote, i - 1))
 			run = 0;
-		run = h->regions[i].kind == RH_REGION_FREE ? run + 1 : 0;
+		/* pretouch.P2: a region being readied is off the free list. */
+		run = h->regions[i].kind == RH_REGION_FREE && !h->regions[i].readying ? run + 1 : 0;
 		if (run < n)
 			continue;
 		uint32_t first = i + 1 - n;

@@ -159,7 +159,9 @@ double rh_sizing_old_cost(const rh_heap *h, uint64_t live_bytes, uint64_t cards)
  * need as before. */
 static void set_warm_limit(rh_heap *h, double surv)
 {
-	uint32_t need = h->eden_limit + (uint32_t)(h->eden_limit * surv + 0.999) + 2;
+	uint32_t copies = (uint32_t)(h->eden_limit * surv + 0.999) + 2;
+	uint32_t need = h->eden_limit + copies;
+	h->warm_reserve = h->pt.gate.on ? copies : 0; /* pretouch.P4 */
 	if (!h->swap && h->warm_limit > need + 1)
 		need = h->warm_limit - 1;
 	h->warm_limit = need;

@@ -97,6 +97,9 @@ typedef struct rh_config {
 	int preclean;        /* "preclean": with offload on, dirty old pages are written back
 	                        between pauses ahead of the tracers' full marking, so that its
 	                        pause writes back less (1, default) */
+	int pretouch;        /* "pretouch": on a local heap, a thread touches free regions'
+	                        pages between pauses, up to the next eden and its survivors,
+	                        so that pauses copy into pages already there (1, default) */
 
 	/* "secret_file": path of a file (mode 0600 or stricter) holding the shared secret */
 	char secret_file[RH_PATH_MAX];

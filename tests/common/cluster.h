@@ -492,4 +492,20 @@ static inline int cluster_test_end(cluster_test *t)
 	return check_done();
 }
 
+/* The whole of main() for a test with no arguments past PROVIDER whose
+ * body is one function: output line-buffered (a timed-out test's log
+ * still shows how far it got), the cluster up, *heap set, run(), the
+ * cluster down. */
+static inline int cluster_test_main(cluster_test *t, int argc, char **argv, rh_heap **heap,
+                                    void (*run)(void))
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	int rc = cluster_test_begin(t, argc, argv, "");
+	if (rc)
+		return rc;
+	*heap = t->heap;
+	run();
+	return cluster_test_end(t);
+}
+
 #endif

@@ -248,14 +248,8 @@ out:
 
 int main(int argc, char **argv)
 {
-	setvbuf(stdout, NULL, _IOLBF, 0);
 	/* Two tracers, copying depth-first. */
 	cluster_test ct = {
 	        .heap_mib = HEAP_MIB, .timeout_ms = 5000, .extra_gc = "\"order\": \"dfs\""};
-	int rc = cluster_test_begin(&ct, argc, argv, "");
-	if (rc)
-		return rc;
-	heap = ct.heap;
-	run();
-	return cluster_test_end(&ct);
+	return cluster_test_main(&ct, argc, argv, &heap, run);
 }

@@ -186,13 +186,7 @@ out:
 
 int main(int argc, char **argv)
 {
-	setvbuf(stdout, NULL, _IOLBF, 0);
 	/* A cache as large as the heap: nothing is evicted but by a flush. */
 	cluster_test ct = {.cache = 1.0, .timeout_ms = 5000, .extra_gc = "\"order\": \"dfs\""};
-	int rc = cluster_test_begin(&ct, argc, argv, "");
-	if (rc)
-		return rc;
-	heap = ct.heap;
-	run();
-	return cluster_test_end(&ct);
+	return cluster_test_main(&ct, argc, argv, &heap, run);
 }

@@ -101,12 +101,6 @@ out:
 
 int main(int argc, char **argv)
 {
-	setvbuf(stdout, NULL, _IOLBF, 0);
 	cluster_test ct = {.heap_mib = 128, .cache = 0.5, .timeout_ms = 5000};
-	int rc = cluster_test_begin(&ct, argc, argv, "");
-	if (rc)
-		return rc;
-	heap = ct.heap;
-	run();
-	return cluster_test_end(&ct);
+	return cluster_test_main(&ct, argc, argv, &heap, run);
 }

@@ -73,7 +73,7 @@ static void run(void)
 	CHECK(t && m, "register the node type and attach: %s", err.msg);
 	if (!t || !m)
 		return;
-	CHECK(heap->offload_on && heap->swap && heap->pc.on,
+	CHECK(heap->offload_on && heap->swap && heap->pc.gate.on,
 	      "a disaggregated heap with offload on runs the cleaner");
 
 	rh_stats s0, s;
@@ -151,12 +151,6 @@ out:
 
 int main(int argc, char **argv)
 {
-	setvbuf(stdout, NULL, _IOLBF, 0);
 	cluster_test ct = {.heap_mib = 128, .cache = 0.5, .timeout_ms = 5000};
-	int rc = cluster_test_begin(&ct, argc, argv, "");
-	if (rc)
-		return rc;
-	heap = ct.heap;
-	run();
-	return cluster_test_end(&ct);
+	return cluster_test_main(&ct, argc, argv, &heap, run);
 }

@@ -89,7 +89,7 @@ static const char *differs(const rh_config *a, const rh_config *b)
 	if (a->full_threshold != b->full_threshold)
 		return "gc.full_threshold";
 	if (a->offload != b->offload || a->reorder != b->reorder || a->verify != b->verify ||
-	    a->preclean != b->preclean)
+	    a->preclean != b->preclean || a->pretouch != b->pretouch)
 		return "gc booleans";
 	if (a->tracer_threads != b->tracer_threads)
 		return "gc.tracer_threads";

@@ -50,7 +50,7 @@ static int cfg_equal(const rh_config *a, const rh_config *b)
 	    a->young_fraction != b->young_fraction || a->full_threshold != b->full_threshold ||
 	    a->offload != b->offload || a->tracer_threads != b->tracer_threads ||
 	    a->copy_threads != b->copy_threads || a->reorder != b->reorder ||
-	    a->verify != b->verify || a->preclean != b->preclean ||
+	    a->verify != b->verify || a->preclean != b->preclean || a->pretouch != b->pretouch ||
 	    strcmp(a->secret_file, b->secret_file) || a->secret_len != b->secret_len ||
 	    memcmp(a->secret, b->secret, a->secret_len))
 		return 0;
@@ -99,7 +99,7 @@ static void test_defaults(void)
 	CHECK(c.n_servers == 0 && c.pause_budget_us == 10000 && c.order == RH_ORDER_DFS);
 	CHECK(c.young_fraction == 0.25 && c.full_threshold == 0.15 && c.offload == 1);
 	CHECK(c.tracer_threads == 1 && c.reorder == 1 && c.verify == 0 && c.secret_len == 0 &&
-	      c.concurrent_mark == 1 && c.copy_threads == 0 && c.preclean == 1);
+	      c.concurrent_mark == 1 && c.copy_threads == 0 && c.preclean == 1 && c.pretouch == 1);
 	CHECK(rh_config_check(&c, &err) == 0, "%s", err.msg);
 	CHECK(c.region_size == MIB); /* 1 GiB / 1024 */
 
@@ -124,7 +124,7 @@ static void test_values(void)
 	         "'transport':{'provider':'tcp','timeout_ms':500},'gc':{'pause_budget_ms':0.5,'"
 	         "order':'bfs','young_fraction':0.5,"
 	         "'full_threshold':0,'offload':false,'tracer_threads':4,'reorder':false,"
-	         "'verify':true,'copy_threads':3,'preclean':false}}",
+	         "'verify':true,'copy_threads':3,'preclean':false,'pretouch':false}}",
 	         &c);
 	CHECK(c.heap_base == 0x200000000000ull && c.heap_size == 2 * GIB &&
 	      c.region_size == 4 * MIB);
@@ -133,7 +133,7 @@ static void test_values(void)
 	CHECK(c.readahead == 0 && c.readahead_adaptive == 0 && c.checksum == 0);
 	CHECK(c.pause_budget_us == 500 && c.order == RH_ORDER_BFS && c.young_fraction == 0.5);
 	CHECK(c.full_threshold == 0 && !c.offload && c.tracer_threads == 4 && !c.reorder &&
-	      c.verify && c.copy_threads == 3 && !c.preclean);
+	      c.verify && c.copy_threads == 3 && !c.preclean && !c.pretouch);
 
 	/* the third order (its round trip: test_round_trip) */
 	parse_ok("{'gc':{'order':'dfs-strict'}}", &c);

@@ -1,0 +1,53 @@
+/* The pause's work lists, kept from one pause to the next (scratch.c).
+ * A pause builds lists of root slots, card runs, objects to scan and
+ * references to remember; allocated afresh each time, every page of them
+ * was a page fault inside the pause. The protocol: docs/collector.md,
+ * "Scratch buffers" (scratch.K1-K2). Not exported. */
+#ifndef RH_RUNTIME_SCRATCH_H
+#define RH_RUNTIME_SCRATCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config/limits.h" /* RH_COPY_THREADS_MAX */
+
+/* Which list a buffer holds; per-worker lists at id + worker. */
+enum {
+	RH_SCR_GC_SLOTS,   /* rh_gc.slots: root slots, then worker 0's stack */
+	RH_SCR_GC_KEPT,    /* rh_gc.kept: objects kept in place, then worker 0's */
+	RH_SCR_CARD_RUNS,  /* cards.c: runs of remembered cards */
+	RH_SCR_POOL,       /* gcwork.c: the copying threads' shared pool */
+	RH_SCR_ROOT_COPIES, /* evac.c: copies of the roots' targets (evac.P8) */
+	RH_SCR_W_SLOTS,    /* + worker, from 1: a helper's slot stack */
+	RH_SCR_W_KEPT = RH_SCR_W_SLOTS + RH_COPY_THREADS_MAX,   /* + worker, from 1 */
+	RH_SCR_W_REM = RH_SCR_W_KEPT + RH_COPY_THREADS_MAX,     /* + worker */
+	RH_SCR_CARD_PART = RH_SCR_W_REM + RH_COPY_THREADS_MAX,  /* + worker: card-scan slots */
+	RH_SCR_N = RH_SCR_CARD_PART + RH_COPY_THREADS_MAX,
+};
+
+typedef struct rh_scratch_buf {
+	void *p;
+	size_t cap;   /* in elements */
+	size_t bytes; /* cap times the element size, while held */
+} rh_scratch_buf;
+
+typedef struct rh_scratch {
+	rh_scratch_buf buf[RH_SCR_N];
+	size_t held;  /* bytes held over all buffers */
+	size_t limit; /* scratch.K2: most bytes held between pauses */
+	size_t dropped; /* buffers freed at rh_scratch_put for the limit */
+} rh_scratch;
+
+/* Heap open: nothing held yet; at most `limit` bytes will be. */
+void rh_scratch_init(rh_scratch *s, size_t limit);
+/* Heap close: everything freed. */
+void rh_scratch_fini(rh_scratch *s);
+/* scratch.K1: the buffer `id` (NULL, cap 0 if none is held), now the
+ * caller's until it gives it back with rh_scratch_put. */
+void *rh_scratch_take(rh_scratch *s, unsigned id, size_t *cap);
+/* The buffer back, `cap` elements of `elem` bytes (the caller may have
+ * grown it with rh_grow); kept for the next pause, or freed if holding it
+ * would pass the limit (scratch.K2). */
+void rh_scratch_put(rh_scratch *s, unsigned id, void *p, size_t cap, size_t elem);
+
+#endif
