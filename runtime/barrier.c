@@ -222,6 +222,34 @@ void rh_barrier_hand_over(rh_heap *h)
 	pthread_cond_signal(&h->bq_cond);
 }
 
+void rh_bq_deal(rh_heap *h, rh_bqbuf **chains, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		chains[i] = NULL;
+	for (unsigned i = 0; h->bq_spare; i = (i + 1) % n) {
+		rh_bqbuf *b = h->bq_spare;
+		h->bq_spare = b->next;
+		b->n = 0;
+		b->next = chains[i];
+		chains[i] = b;
+	}
+	h->bq_n_spare = 0;
+}
+
+void rh_bq_take_back(rh_heap *h, rh_bqbuf *chain)
+{
+	while (chain) {
+		rh_bqbuf *b = chain;
+		chain = b->next;
+		if (b->n) {
+			queue_full(h, b);
+			h->bq_pause_bufs++; /* scratch.K3 */
+		} else {
+			spare(h, b);
+		}
+	}
+}
+
 /* Every remembered set was just cleared for a full collection to
  * rebuild: the references this pause listed name places objects had
  * before it (rset.D1). */

@@ -46,8 +46,11 @@ typedef struct __attribute__((aligned(128))) rh_gcw {
 	uint32_t *dest; /* old destination cursor (region index + 1), kept across pauses */
 	uint32_t *surv; /* per age: survivor destination, this pause */
 	uint32_t own_surv[RH_TENURE];
-	uintptr_t (*rem)[2]; /* (slot, target) to file after the pass */
+	uintptr_t (*rem)[2]; /* (slot, target) to file after the pass (offload on) */
 	size_t n_rem, cap_rem;
+	/* evac.P6, rset.D1 (offload off): the references to re-record, in
+	 * barrier buffers of the worker's own; `bq` the one being filled. */
+	rh_bqbuf *bq, *bq_empty;
 } rh_gcw;
 
 static inline bool par(const rh_gcw *w)
@@ -244,8 +247,35 @@ static inline void remember(rh_heap *h, void **slot, uintptr_t v)
 		rh_remember_later(h, (uintptr_t)slot, v); /* rset.D1 */
 }
 
+/* A fresh buffer on top of the worker's chain: one dealt before the pass
+ * if any is left, else a new one (the worker cannot take the heap's
+ * spares: the pause holds remset_lock). */
+static __attribute__((noinline)) void next_bq(rh_gcw *w)
+{
+	rh_bqbuf *b = w->bq_empty;
+	if (b) {
+		w->bq_empty = b->next;
+	} else if (!(b = malloc(sizeof *b))) {
+		rh_panic("collector: out of memory for remembered references");
+	}
+	b->n = 0;
+	b->next = w->bq;
+	w->bq = b;
+}
+
 static __attribute__((noinline)) void defer_remember(rh_gcw *w, void **slot, uintptr_t v)
 {
+	if (!w->h->offload_on) {
+		/* evac.P6: straight into barrier buffers, filed after the pause
+		 * (rset.D1) as rh_remember_later's are; remember() would file
+		 * exactly these (no CSSC without offload). */
+		if (!w->bq || w->bq->n == RH_BQ_CAP)
+			next_bq(w);
+		w->bq->e[w->bq->n][0] = (uintptr_t)slot;
+		w->bq->e[w->bq->n][1] = v;
+		w->bq->n++;
+		return;
+	}
 	w->rem = rh_grow(w->rem, &w->cap_rem, w->n_rem + 1, sizeof *w->rem, 256,
 	                 "collector: remembered references");
 	w->rem[w->n_rem][0] = (uintptr_t)slot;
@@ -771,8 +801,12 @@ void rh_evac_trace(rh_gc *g)
 	ps->w[0] = solo;
 	ps->w[0].pool = &ps->pool;
 	ps->w[0].solo_until = 0;
-	for (unsigned i = 0; i < n; i++)
+	rh_bqbuf *dealt[RH_COPY_THREADS_MAX];
+	rh_bq_deal(h, dealt, n); /* rset.D1: the spares, the workers' own */
+	for (unsigned i = 0; i < n; i++) {
 		ps->w[i].rem = rh_scratch_take(sc, RH_SCR_W_REM + i, &ps->w[i].cap_rem);
+		ps->w[i].bq_empty = dealt[i];
+	}
 	rh_crew_run(h->crew, work, ps);
 	for (unsigned i = 0; i < n; i++) {
 		rh_gcw *w = &ps->w[i];
@@ -781,6 +815,8 @@ void rh_evac_trace(rh_gc *g)
 			g->helper_bytes += w->copied_bytes;
 		for (size_t k = 0; k < w->n_rem; k++)
 			remember(h, (void **)w->rem[k][0], w->rem[k][1]);
+		rh_bq_take_back(h, w->bq);
+		rh_bq_take_back(h, w->bq_empty);
 		rh_scratch_put(sc, RH_SCR_W_REM + i, w->rem, w->cap_rem, sizeof *w->rem);
 		/* The survivor regions of helpers end with this pause (eden
 		 * kind, in the next set): nothing to hand over. */

@@ -321,6 +321,13 @@ void rh_barrier_drain(rh_heap *h);
 void rh_remember_later(rh_heap *h, uintptr_t slot, uintptr_t target);
 void rh_barrier_hand_over(rh_heap *h);
 void rh_barrier_discard(rh_heap *h);
+/* rset.D1 for the copying threads (evac.P6): in a pause (remset_lock
+ * held), the spare buffers dealt round-robin into n chains, one a worker,
+ * each with its buffers linked by `next` (NULL when there are none); and
+ * a worker's buffers back, the filled ones queued for the transfer thread
+ * as rh_remember_later's are, the empty ones spare again. */
+void rh_bq_deal(rh_heap *h, rh_bqbuf **chains, unsigned n);
+void rh_bq_take_back(rh_heap *h, rh_bqbuf *chain);
 /* File one cross-region reference (remset_lock held). */
 void rh_remember(rh_heap *h, uintptr_t slot, uintptr_t target);
 void rh_bq_flush(rh_mutator *m);

@@ -105,8 +105,7 @@ void rh_pretouch_stop(rh_heap *h)
 		return;
 	rh_gate_stop(&pt->gate);
 	rh_log(RH_LOG_DEBUG, "pretouch", "%llu regions readied in %.1f ms",
-	       (unsigned long long)atomic_load(&pt->regions),
-	       (double)atomic_load(&pt->ns) / 1e6);
+	       (unsigned long long)atomic_load(&pt->regions), (double)atomic_load(&pt->ns) / 1e6);
 }
 
 void rh_pretouch_pause_begin(rh_heap *h)
