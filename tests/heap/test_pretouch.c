@@ -8,11 +8,14 @@
  *
  * Counted: the minor faults of this thread, which runs every pause's
  * copying alone (copy_threads 1), between each pause's STOP and RECLAIM.
- * They must stay under a quarter of the pages the pauses copied. Here
- * (1,500,000 nodes, 46 MiB, 192 MiB heap, a millisecond's rest a region)
- * they were 2,071-2,381 for 16,064-18,688 pages copied with the thread,
- * 10,044-10,494 for 14,528-15,488 without (the rest: the first pauses,
- * before the pool fills, and the pauses' lists growing, scratch.K1).
+ * They must stay under two fifths of the pages the pauses copied. Here
+ * (1,500,000 nodes, 46 MiB, 192 MiB heap, 2 ms of rest a region) they
+ * were 1,000-2,400 for 15,000-18,700 pages copied with the thread, alone
+ * on the machine, and 10,000-12,300 for 14,500-16,600 without (the rest:
+ * the first pauses, before the pool fills, and the pauses' lists growing,
+ * scratch.K1). With a 1 ms rest and a quarter, a CI run with another test
+ * on the other core failed at 3,865 for 15,040: the thread gets less of a
+ * core there. The bound leaves room for that and still fails without it.
  * Run with "off" (gc.pretouch false, heap-pretouch-off) the same program
  * checks the opposite: without the thread the bound is exceeded, so the
  * bound tells readied regions from fresh ones. */
@@ -28,15 +31,15 @@
 #define NODES 1500000 /* 46 MiB of long-lived nodes */
 #define SLOTS 160
 
-/* A region's worth of nodes a millisecond at most: a program with time
+/* A region's worth of nodes every 2 ms at most: a program with time
  * between its allocations, the thread's to use (on this class of machine
- * a region takes it about 0.5 ms). A program allocating flat out outruns
+ * a region takes it 0.5-0.7 ms). A program allocating flat out outruns
  * it: the pool is then short at the pause. */
 static void rest(void)
 {
 	static uint64_t made;
 	if (++made % (REGION_KIB * 1024 / sizeof(th_node)) == 0)
-		nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
+		nanosleep(&(struct timespec){.tv_nsec = 2000000}, NULL);
 }
 
 int main(int argc, char **argv)
@@ -77,12 +80,12 @@ int main(int argc, char **argv)
 	CHECK(pages * 4096 >= (uint64_t)NODES * sizeof(th_node) / 2,
 	      "the pauses copied %llu pages: the tree was not copied", (unsigned long long)pages);
 	if (off)
-		CHECK(th_pf.inside * 4 > pages,
+		CHECK(th_pf.inside * 5 > pages * 2,
 		      "without the thread, only %llu faults inside pauses for %llu pages copied: "
 		      "the bound cannot tell readied regions from fresh ones",
 		      (unsigned long long)th_pf.inside, (unsigned long long)pages);
 	else
-		CHECK(th_pf.inside * 4 <= pages,
+		CHECK(th_pf.inside * 5 <= pages * 2,
 		      "%llu faults inside pauses for %llu pages copied: the copies went to regions "
 		      "not readied",
 		      (unsigned long long)th_pf.inside, (unsigned long long)pages);
