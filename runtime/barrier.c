@@ -56,15 +56,23 @@ static void spare(rh_heap *h, rh_bqbuf *b)
 	h->bq_n_spare++;
 }
 
+rh_bqbuf *rh_bq_new(void)
+{
+	rh_bqbuf *b = malloc(sizeof *b);
+	if (!b)
+		rh_panic("write barrier: out of memory for a buffer");
+	b->n = 0;
+	b->next = NULL;
+	return b;
+}
+
 static rh_bqbuf *take_spare(rh_heap *h)
 {
 	rh_bqbuf *b = h->bq_spare;
-	if (b) {
-		h->bq_spare = b->next;
-		h->bq_n_spare--;
-	} else if (!(b = malloc(sizeof *b))) {
-		rh_panic("write barrier: out of memory");
-	}
+	if (!b)
+		return rh_bq_new();
+	h->bq_spare = b->next;
+	h->bq_n_spare--;
 	b->n = 0;
 	return b;
 }
@@ -154,12 +162,8 @@ void rh_barrier_slow(rh_mutator *m, void **slot, void *val)
 	/* rset.R1: eden sources are found by tracing; the rest are filed. */
 	if (sr->kind == RH_REGION_EDEN)
 		return;
-	if (!m->bq) {
-		m->bq = malloc(sizeof *m->bq);
-		if (!m->bq)
-			rh_panic("write barrier: out of memory");
-		m->bq->n = 0;
-	}
+	if (!m->bq)
+		m->bq = rh_bq_new();
 	m->bq->e[m->bq->n][0] = (uintptr_t)slot;
 	m->bq->e[m->bq->n][1] = (uintptr_t)val;
 	if (++m->bq->n == RH_BQ_CAP)

@@ -255,10 +255,10 @@ static __attribute__((noinline)) void next_bq(rh_gcw *w)
 	rh_bqbuf *b = w->bq_empty;
 	if (b) {
 		w->bq_empty = b->next;
-	} else if (!(b = malloc(sizeof *b))) {
-		rh_panic("collector: out of memory for remembered references");
+		b->n = 0;
+	} else {
+		b = rh_bq_new();
 	}
-	b->n = 0;
 	b->next = w->bq;
 	w->bq = b;
 }
@@ -801,11 +801,17 @@ void rh_evac_trace(rh_gc *g)
 	ps->w[0] = solo;
 	ps->w[0].pool = &ps->pool;
 	ps->w[0].solo_until = 0;
+	/* evac.P6: without offloading, the references to re-record go
+	 * straight into barrier buffers (the spares, dealt out); with it,
+	 * into lists that remember() files after the pass (CSSC). */
 	rh_bqbuf *dealt[RH_COPY_THREADS_MAX];
-	rh_bq_deal(h, dealt, n); /* rset.D1: the spares, the workers' own */
+	if (!h->offload_on)
+		rh_bq_deal(h, dealt, n);
 	for (unsigned i = 0; i < n; i++) {
-		ps->w[i].rem = rh_scratch_take(sc, RH_SCR_W_REM + i, &ps->w[i].cap_rem);
-		ps->w[i].bq_empty = dealt[i];
+		if (h->offload_on)
+			ps->w[i].rem = rh_scratch_take(sc, RH_SCR_W_REM + i, &ps->w[i].cap_rem);
+		else
+			ps->w[i].bq_empty = dealt[i];
 	}
 	rh_crew_run(h->crew, work, ps);
 	for (unsigned i = 0; i < n; i++) {
@@ -815,9 +821,9 @@ void rh_evac_trace(rh_gc *g)
 			g->helper_bytes += w->copied_bytes;
 		for (size_t k = 0; k < w->n_rem; k++)
 			remember(h, (void **)w->rem[k][0], w->rem[k][1]);
-		rh_bq_take_back(h, w->bq);
-		rh_bq_take_back(h, w->bq_empty);
 		rh_scratch_put(sc, RH_SCR_W_REM + i, w->rem, w->cap_rem, sizeof *w->rem);
+		rh_bq_take_back(h, w->bq); /* both NULL with offloading */
+		rh_bq_take_back(h, w->bq_empty);
 		/* The survivor regions of helpers end with this pause (eden
 		 * kind, in the next set): nothing to hand over. */
 		if (i) {

@@ -232,6 +232,12 @@ int64_t rh_region_take(rh_heap *h, rh_region_kind kind);
 /* The same for the allocator's eden, which leaves warm_reserve warm
  * regions to the next pause (pretouch.P4). */
 int64_t rh_region_take_eden(rh_heap *h);
+/* The pretouch thread's three steps (region.P4): claim a cold free
+ * region (alloc_lock held; -1 if none or the pool is full), touch its
+ * pages (no lock), put it back warm (alloc_lock held). */
+int64_t rh_region_claim_cold(rh_heap *h, uint32_t keep_free);
+void rh_region_touch(const rh_heap *h, rh_region *r);
+void rh_region_unclaim_warm(rh_heap *h, rh_region *r);
 /* A free region among [lo, lo + n) that is not warm, for a tracer's
  * evacuation (alloc_lock held); -1 if none. */
 int64_t rh_region_take_in(rh_heap *h, uint32_t lo, uint32_t n, rh_region_kind kind);
@@ -321,6 +327,8 @@ void rh_barrier_drain(rh_heap *h);
 void rh_remember_later(rh_heap *h, uintptr_t slot, uintptr_t target);
 void rh_barrier_hand_over(rh_heap *h);
 void rh_barrier_discard(rh_heap *h);
+/* An empty barrier buffer from the allocator; panics without memory. */
+rh_bqbuf *rh_bq_new(void);
 /* rset.D1 for the copying threads (evac.P6): in a pause (remset_lock
  * held), the spare buffers dealt round-robin into n chains, one a worker,
  * each with its buffers linked by `next` (NULL when there are none); and

@@ -11,64 +11,24 @@
  * the free list one at a time, populates and writes each page, and puts
  * them back warm (zero, mapped), until the warm pool holds sizing.W1's
  * count: the next eden and its survivors' copies. */
-#include <sys/mman.h>
-
 #include "runtime/internal.h"
 
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
-#endif
-
-/* Never below this many free regions: a region off the list while it is
- * readied must not make an allocation fail. */
+/* Never below this many free regions (rh_region_claim_cold). */
 #define KEEP_FREE 8
-
-/* A cold free region off the free list, flagged `readying`; -1 if the
- * pool is full or none is left. alloc_lock held. */
-static int64_t claim(rh_heap *h)
-{
-	if (h->n_warm >= h->warm_limit || h->n_free < KEEP_FREE)
-		return -1;
-	for (uint32_t k = h->n_free; k-- > 0;) {
-		uint32_t i = h->free_list[k];
-		rh_region *r = &h->regions[i];
-		if (r->warm || r->dropping || r->mapped)
-			continue;
-		h->free_list[k] = h->free_list[--h->n_free];
-		r->readying = 1; /* pretouch.P2: rh_region_take_span passes it by */
-		return i;
-	}
-	return -1;
-}
-
-/* Map every page and write each once. The region is zero below and past
- * dirty_end alike (cold: dropped or never used), and nobody else reads or
- * writes it while it is off the list: or-ing in zero changes no byte, and
- * is a write, so the page's first write happens here. */
-static void touch(rh_heap *h, rh_region *r)
-{
-	(void)madvise((void *)r->start, h->region_size, MADV_POPULATE_WRITE);
-	for (uintptr_t p = r->start; p < r->start + h->region_size; p += RH_PAGE_SIZE)
-		__atomic_fetch_or((uint8_t *)p, 0, __ATOMIC_RELAXED);
-}
 
 /* One region readied; false when the pool is full or no region is cold. */
 static bool ready_one(rh_heap *h)
 {
 	pthread_mutex_lock(&h->alloc_lock);
-	int64_t i = claim(h);
+	int64_t i = rh_region_claim_cold(h, KEEP_FREE);
 	pthread_mutex_unlock(&h->alloc_lock);
 	if (i < 0)
 		return false;
 	rh_region *r = &h->regions[i];
 	uint64_t t0 = rh_now_ns();
-	touch(h, r);
+	rh_region_touch(h, r);
 	pthread_mutex_lock(&h->alloc_lock);
-	r->readying = 0;
-	r->mapped = 1; /* region.P2: taking it asks the kernel for nothing */
-	r->warm = 1;   /* dirty_end stays: nothing below it to zero either way */
-	h->n_warm++;
-	h->free_list[h->n_free++] = (uint32_t)i;
+	rh_region_unclaim_warm(h, r);
 	pthread_mutex_unlock(&h->alloc_lock);
 	atomic_fetch_add(&h->pt.regions, 1);
 	atomic_fetch_add(&h->pt.ns, rh_now_ns() - t0);
@@ -77,13 +37,20 @@ static bool ready_one(rh_heap *h)
 
 static bool has_work(void *arg)
 {
-	return ((rh_heap *)arg)->pt.due;
+	rh_heap *h = arg;
+	return h->pt.due || h->pt.scratch_due;
 }
 
+/* The pause's own lists first (scratch.K4: a few MiB, every page of
+ * which the next pause would fault in), then regions (the next pause's
+ * copies). */
 static void step(void *arg)
 {
 	rh_heap *h = arg;
-	if (!ready_one(h))
+	if (h->pt.scratch_due && rh_scratch_ahead_step(&h->scratch))
+		return;
+	h->pt.scratch_due = false;
+	if (h->pt.due && !ready_one(h))
 		h->pt.due = false;
 }
 
@@ -120,5 +87,6 @@ void rh_pretouch_pause_end(rh_heap *h)
 		return;
 	/* pretouch.P3: up to sizing.W1's pool, never past it. */
 	pt->due = h->n_warm < h->warm_limit;
+	pt->scratch_due = true;
 	rh_gate_pause_end(&pt->gate);
 }

@@ -18,9 +18,11 @@ struct rh_heap;
 typedef struct rh_pretouch {
 	/* pretouch.P1: the thread (gc.pretouch on a local heap) readies one
 	 * region a step; a pause (or a verification) holds the gate's lock
-	 * from its start to its end (gate.G1). The lock guards `due`. */
+	 * from its start to its end (gate.G1). The lock guards `due`,
+	 * `scratch_due` and the scratch buffers between pauses (scratch.K4). */
 	rh_gate gate;
-	bool due; /* the warm pool was short when the last pause ended */
+	bool due;         /* the warm pool was short when the last pause ended */
+	bool scratch_due; /* a pause ended since the scratch buffers were readied */
 	/* Totals, for the log and the tests. */
 	_Atomic uint64_t regions; /* readied */
 	_Atomic uint64_t ns;      /* spent readying them */

@@ -7,6 +7,8 @@
  * pause in cc, at 10-14 µs each on this class of virtual machine. */
 #include <stdlib.h>
 
+#include "common/common.h"
+
 #include "runtime/scratch.h"
 
 void rh_scratch_init(rh_scratch *s, size_t limit)
@@ -27,7 +29,7 @@ void *rh_scratch_take(rh_scratch *s, unsigned id, size_t *cap)
 	void *p = b->p;
 	*cap = p ? b->cap : 0;
 	s->held -= b->bytes;
-	*b = (rh_scratch_buf){0};
+	*b = (rh_scratch_buf){.taken_cap = *cap};
 	return p;
 }
 
@@ -36,10 +38,9 @@ void rh_scratch_put(rh_scratch *s, unsigned id, void *p, size_t cap, size_t elem
 	rh_scratch_buf *b = &s->buf[id];
 	if (!p)
 		return;
-	/* scratch.K1: one holder at a time; a buffer never put twice. */
+	/* scratch.K1: one holder at a time, so the slot is empty (taken). */
 	if (b->p)
-		free(b->p);
-	s->held -= b->bytes;
+		rh_panic("scratch buffer %u put while another is held", id);
 	size_t bytes = cap * elem;
 	/* scratch.K2: past the limit, the buffer goes back to the allocator;
 	 * the next pause that needs it grows it again. */
@@ -49,6 +50,53 @@ void rh_scratch_put(rh_scratch *s, unsigned id, void *p, size_t cap, size_t elem
 		s->dropped++;
 		return;
 	}
-	*b = (rh_scratch_buf){.p = p, .cap = cap, .bytes = bytes};
+	/* scratch.K4: a list that grew in this pause faulted its new pages
+	 * in; the next pause finds twice the room written ahead. */
+	size_t ahead = cap > b->taken_cap ? 2 * bytes : 0;
+	*b = (rh_scratch_buf){.p = p, .cap = cap, .bytes = bytes, .ahead = ahead};
 	s->held += bytes;
+}
+
+/* scratch.K4: the buffer replaced by one of b->ahead bytes (its content is
+ * dead between pauses: nothing to copy), unless that would pass K2's
+ * limit. */
+static bool enlarge(rh_scratch *s, rh_scratch_buf *b)
+{
+	size_t elem = b->bytes / b->cap;
+	if (s->held - b->bytes + b->ahead > s->limit)
+		return false;
+	void *n = malloc(b->ahead);
+	if (!n)
+		return false;
+	free(b->p);
+	s->held += b->ahead - b->bytes;
+	b->p = n;
+	b->bytes = b->ahead;
+	b->cap = b->ahead / elem;
+	b->touched = 0;
+	return true;
+}
+
+bool rh_scratch_ahead_step(rh_scratch *s)
+{
+	for (unsigned i = 0; i < RH_SCR_N; i++) {
+		rh_scratch_buf *b = &s->buf[i];
+		if (!b->ahead || !b->p)
+			continue;
+		if (b->bytes < b->ahead && !enlarge(s, b)) {
+			b->ahead = 0;
+			continue;
+		}
+		/* One write a page: the page's first write, the costly one on
+		 * this class of virtual machine (region.P2), happens here. */
+		size_t end = b->touched + RH_SCRATCH_STEP < b->bytes ? b->touched + RH_SCRATCH_STEP
+		                                                     : b->bytes;
+		for (size_t o = b->touched; o < end; o += 4096)
+			((volatile char *)b->p)[o] = 0;
+		b->touched = end;
+		if (end == b->bytes)
+			b->ahead = 0;
+		return true;
+	}
+	return false;
 }

@@ -2,10 +2,11 @@
  * A pause builds lists of root slots, card runs, objects to scan and
  * references to remember; allocated afresh each time, every page of them
  * was a page fault inside the pause. The protocol: docs/collector.md,
- * "Scratch buffers" (scratch.K1-K2). Not exported. */
+ * "Scratch buffers" (scratch.K1-K4). Not exported. */
 #ifndef RH_RUNTIME_SCRATCH_H
 #define RH_RUNTIME_SCRATCH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -29,6 +30,11 @@ typedef struct rh_scratch_buf {
 	void *p;
 	size_t cap;   /* in elements */
 	size_t bytes; /* cap times the element size, while held */
+	/* scratch.K4: the capacity it was taken with (a pause that puts it
+	 * back larger grew it), the bytes to ready ahead for the next pause
+	 * (0: none) and how many of them are written already. */
+	size_t taken_cap;
+	size_t ahead, touched;
 } rh_scratch_buf;
 
 typedef struct rh_scratch {
@@ -49,5 +55,10 @@ void *rh_scratch_take(rh_scratch *s, unsigned id, size_t *cap);
  * grown it with rh_grow); kept for the next pause, or freed if holding it
  * would pass the limit (scratch.K2). */
 void rh_scratch_put(rh_scratch *s, unsigned id, void *p, size_t cap, size_t elem);
+/* scratch.K4, for the pretouch thread between pauses (the pause gate
+ * held): one step of readying ahead a buffer that its last pause grew,
+ * at most RH_SCRATCH_STEP bytes written; false when none is left. */
+#define RH_SCRATCH_STEP (256u << 10)
+bool rh_scratch_ahead_step(rh_scratch *s);
 
 #endif

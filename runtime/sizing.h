@@ -31,6 +31,7 @@ typedef struct rh_sizing {
 	double survival;          /* share of eden that survives a partial collection */
 	double last_survival;     /* the last partial collection's */
 	double surv_var;          /* its variance, decaying */
+	double copy_var;          /* copy_ns_per_byte's variance, decaying (sizing.E3) */
 	double surv_bytes;        /* survivor regions' bytes after a pause, averaged */
 	uint64_t live_after_full; /* bytes marked by the last full collection */
 	double full_growth;       /* old may reach this times live_after_full */
