@@ -13,7 +13,8 @@
 /* Pages of [p, p + bytes) resident, counted with mincore. */
 static size_t resident(const void *p, size_t bytes)
 {
-	uintptr_t lo = (uintptr_t)p & ~(uintptr_t)4095, hi = ((uintptr_t)p + bytes + 4095) & ~4095ul;
+	uintptr_t lo = (uintptr_t)p & ~(uintptr_t)4095,
+	          hi = ((uintptr_t)p + bytes + 4095) & ~4095ul;
 	size_t n = (hi - lo) / 4096, in = 0;
 	unsigned char *v = malloc(n);
 	REQUIRE(v && mincore((void *)lo, hi - lo, v) == 0, "mincore");
