@@ -49,8 +49,8 @@ int main(void)
 	int64_t a, b, c;
 	CHECK(!eden_took_warm(h, &a), "at the reserve, eden takes a cold region");
 	CHECK(!eden_took_warm(h, &b), "and again");
-	CHECK(a >= 0 && b >= 0 && h->n_warm == warm0 + WARM, "the pause's %u warm regions untouched",
-	      h->n_warm);
+	CHECK(a >= 0 && b >= 0 && h->n_warm == warm0 + WARM,
+	      "the pause's %u warm regions untouched", h->n_warm);
 
 	pthread_mutex_lock(&h->alloc_lock);
 	h->warm_reserve = warm0 + WARM - 1;
