@@ -1129,6 +1129,7 @@ static void test_kill(cluster *c, int cssc)
 static void *probe[32]; /* global roots */
 static uint64_t probe_at[32], probe_id[32];
 static int64_t probe_size[32];
+static int probe_t[32]; /* the thread whose forest the probe came from */
 
 /* Overwrite dead stack below us: finished helpers leave copies of addresses
  * there that would pin the precisely rooted probes by accident. */
@@ -1138,13 +1139,13 @@ static NOINLINE void scrub_stack(void)
 	memset((char *)junk, 0, sizeof junk);
 }
 
-/* Detach a node at depth >= 2 of thread 0's tree k from its parent; the
+/* Detach a node at depth >= 2 of thread t's tree k from its parent; the
  * caller decides what keeps it. */
-static NOINLINE struct node *detach_probe(uint32_t k, int64_t *size)
+static NOINLINE struct node *detach_probe(int t, uint32_t k, int64_t *size)
 {
-	worker *w = &workers[0];
+	worker *w = &workers[t];
 	path p;
-	struct dgc_refs *a = anchor_root[0];
+	struct dgc_refs *a = anchor_root[t];
 	for (int tries = 0; tries < 64; tries++) {
 		if (walk(w, a, (k + (uint32_t)tries) % ANCHORS, &p) < 3)
 			continue;
@@ -1195,14 +1196,20 @@ static void pins_event(const rh_event *ev)
 
 static NOINLINE uint64_t setup_probes(rh_mutator *m, struct node **conservative, int64_t *csize)
 {
-	workers[0].m = m; /* for the helpers' barrier calls */
-	*conservative = detach_probe(501, csize);
+	for (int t = 0; t < THREADS; t++)
+		workers[t].m = m; /* for the helpers' barrier calls */
+	*conservative = detach_probe(0, 501, csize);
 	/* Half the probes from the trees next to the pinned one, which were
-	 * laid out next to it; half from all over the forest. */
+	 * laid out next to it; half from all over the forest, every thread's
+	 * part of it (the threads' trees land in different regions, and in
+	 * different tracers' partitions). */
 	for (int i = 0; i < 32; i++) {
-		uint32_t k = i < 16 ? 503 + 2 * (uint32_t)i : (uint32_t)(i - 16) * 61 + 1;
-		struct node *x = detach_probe(k, &probe_size[i]);
+		int t = i < 16 ? 0 : (i - 16) % THREADS;
+		uint32_t k =
+		        i < 16 ? 503 + 2 * (uint32_t)i : (uint32_t)(i - 16) / THREADS * 241 + 7;
+		struct node *x = detach_probe(t, k, &probe_size[i]);
 		probe[i] = x;
+		probe_t[i] = t;
 		probe_id[i] = x ? x->id : 0;
 	}
 	/* Everything else below the trees' roots becomes garbage, so the
@@ -1218,7 +1225,8 @@ static NOINLINE uint64_t setup_probes(rh_mutator *m, struct node **conservative,
 				rh_write_ref(m, (void **)&r->f[j], NULL);
 		}
 	}
-	workers[0].m = NULL;
+	for (int t = 0; t < THREADS; t++)
+		workers[t].m = NULL;
 	return hide(*conservative);
 }
 
@@ -1231,9 +1239,21 @@ static NOINLINE void churn(rh_mutator *m, uint64_t bytes)
 		}
 }
 
-static int intact(struct node *x, uint64_t id, int64_t size)
+static int intact(int t, struct node *x, uint64_t id, int64_t size)
 {
-	return node_ok(x, 0) && x->id == id && subtree(&workers[0], x, INT64_MAX) == size;
+	return node_ok(x, t) && x->id == id && subtree(&workers[t], x, INT64_MAX) == size;
+}
+
+/* The probes' regions (heap region indices) where they started, and '*'
+ * after each that tracers moved: what to look at when none moved. */
+static void print_probe_regions(void)
+{
+	printf("# probes' regions:");
+	for (int i = 0; i < 32; i++)
+		printf(" %llu%s",
+		       (unsigned long long)(((probe_at[i] ^ MASK) - heap_lo) / region_size),
+		       moved_remote_mask & (1u << i) ? "*" : "");
+	printf("\n");
 }
 
 static NOINLINE void test_pins(cluster *c)
@@ -1302,13 +1322,14 @@ static NOINLINE void test_pins(cluster *c)
 	      (unsigned long long)s.regions_evacuated_remote);
 	CHECK(s.csscs > 0, "CSSCs happened (%llu)", (unsigned long long)s.csscs);
 	CHECK(hide(keep) == ch, "the conservatively referenced object did not move");
-	CHECK(intact(keep, kid, csize),
+	CHECK(intact(0, keep, kid, csize),
 	      "the conservatively referenced object and its %lld-node subtree are intact",
 	      (long long)csize);
 	int ok = 0;
 	for (int i = 0; i < 32; i++)
-		ok += intact(probe[i], probe_id[i], probe_size[i]);
+		ok += intact(probe_t[i], probe[i], probe_id[i], probe_size[i]);
 	CHECK(ok == 32, "every precisely rooted probe and its subtree intact (%d of 32)", ok);
+	print_probe_regions();
 	CHECK(moved > 0, "precisely rooted old objects moved (%d of 32)", moved);
 	CHECK(atomic_load(&moved_remote) > 0,
 	      "tracer evacuations moved precisely rooted objects and fixed their roots (%d)",
