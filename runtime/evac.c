@@ -804,13 +804,13 @@ void rh_evac_trace(rh_gc *g)
 	/* evac.P6: without offloading, the references to re-record go
 	 * straight into barrier buffers (the spares, dealt out); with it,
 	 * into lists that remember() files after the pass (CSSC). */
-	rh_bqbuf *dealt[RH_COPY_THREADS_MAX];
-	if (!h->offload_on)
-		rh_bq_deal(h, dealt, n);
-	for (unsigned i = 0; i < n; i++) {
-		if (h->offload_on)
+	if (h->offload_on) {
+		for (unsigned i = 0; i < n; i++)
 			ps->w[i].rem = rh_scratch_take(sc, RH_SCR_W_REM + i, &ps->w[i].cap_rem);
-		else
+	} else {
+		rh_bqbuf *dealt[RH_COPY_THREADS_MAX];
+		rh_bq_deal(h, dealt, n);
+		for (unsigned i = 0; i < n; i++)
 			ps->w[i].bq_empty = dealt[i];
 	}
 	rh_crew_run(h->crew, work, ps);

@@ -147,6 +147,14 @@ int64_t rh_region_take_eden(rh_heap *h)
 	return take(h, RH_REGION_EDEN, h->n_warm > h->warm_reserve ? TAKE_WARM : TAKE_COLD);
 }
 
+/* Swaps free-list entry k with the top, so that take() takes it. */
+static void swap_to_top(rh_heap *h, uint32_t k)
+{
+	uint32_t top = h->n_free - 1, t = h->free_list[k];
+	h->free_list[k] = h->free_list[top];
+	h->free_list[top] = t;
+}
+
 /* Moves a free region that is warm (or cold, if !warm) to the free
  * list's top, if the top is not one already and there is one. */
 static void to_top(rh_heap *h, bool warm)
@@ -156,9 +164,7 @@ static void to_top(rh_heap *h, bool warm)
 		return;
 	for (uint32_t k = top; k-- > 0;) {
 		if (h->regions[h->free_list[k]].warm == warm) {
-			uint32_t t = h->free_list[k];
-			h->free_list[k] = h->free_list[top];
-			h->free_list[top] = t;
+			swap_to_top(h, k);
 			return;
 		}
 	}
@@ -200,8 +206,7 @@ int64_t rh_region_take_in(rh_heap *h, uint32_t lo, uint32_t n, rh_region_kind ki
 	for (uint32_t k = h->n_free; k-- > 0;) {
 		uint32_t idx = h->free_list[k];
 		if (idx - lo < n && !h->regions[idx].warm) {
-			h->free_list[k] = h->free_list[h->n_free - 1];
-			h->free_list[h->n_free - 1] = idx;
+			swap_to_top(h, k);
 			return take(h, kind, TAKE_TOP);
 		}
 	}

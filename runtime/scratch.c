@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "common/common.h"
+#include "gc/layout.h"
 
 #include "runtime/scratch.h"
 
@@ -57,23 +58,24 @@ void rh_scratch_put(rh_scratch *s, unsigned id, void *p, size_t cap, size_t elem
 	s->held += bytes;
 }
 
-/* scratch.K4: the buffer replaced by one of b->ahead bytes (its content is
- * dead between pauses: nothing to copy), unless that would pass K2's
- * limit. */
+/* scratch.K4: the buffer grown to b->ahead bytes, unless that would pass
+ * K2's limit. Its content is dead between pauses, but realloc keeps the
+ * pages the pause wrote (a large block is remapped, a small one copied):
+ * writing them again costs no fault. Every page is written, since the
+ * pause may have left part of its room unused. */
 static bool enlarge(rh_scratch *s, rh_scratch_buf *b)
 {
 	size_t elem = b->bytes / b->cap;
 	if (s->held - b->bytes + b->ahead > s->limit)
 		return false;
-	void *n = malloc(b->ahead);
+	void *n = realloc(b->p, b->ahead);
 	if (!n)
 		return false;
-	free(b->p);
 	s->held += b->ahead - b->bytes;
 	b->p = n;
 	b->bytes = b->ahead;
-	b->cap = b->ahead / elem;
 	b->touched = 0;
+	b->cap = b->ahead / elem;
 	return true;
 }
 
@@ -91,7 +93,7 @@ bool rh_scratch_ahead_step(rh_scratch *s)
 		 * this class of virtual machine (region.P2), happens here. */
 		size_t end = b->touched + RH_SCRATCH_STEP < b->bytes ? b->touched + RH_SCRATCH_STEP
 		                                                     : b->bytes;
-		for (size_t o = b->touched; o < end; o += 4096)
+		for (size_t o = b->touched; o < end; o += RH_PAGE_SIZE)
 			((volatile char *)b->p)[o] = 0;
 		b->touched = end;
 		if (end == b->bytes)

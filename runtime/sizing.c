@@ -172,6 +172,13 @@ static double avg(double old, double now)
 	return 0.5 * old + 0.5 * now;
 }
 
+/* A decaying variance around a trend, d being the newest sample's
+ * distance from it (sizing.E2, sizing.E3). */
+static void decay_var(double *var, double d)
+{
+	*var = 0.7 * *var + 0.3 * d * d;
+}
+
 /* sizing.M1: each cost is measured on its own part of the pause. Copying
  * used to be timed from the start of the roots, so a program with many
  * remembered cards (pagerank: 20k cards, 9 ms, at every pause) looked
@@ -182,8 +189,7 @@ static void measure(rh_gc *g)
 	rh_sizing *sz = &g->h->sz;
 	if (g->copied_bytes > 65536) {
 		double c = (double)g->evac_ns / (double)g->copied_bytes;
-		double d = c - sz->copy_ns_per_byte;
-		sz->copy_var = 0.7 * sz->copy_var + 0.3 * d * d;
+		decay_var(&sz->copy_var, c - sz->copy_ns_per_byte);
 		sz->copy_ns_per_byte = avg(sz->copy_ns_per_byte, c);
 	}
 	if (g->cards >= 64)
@@ -193,8 +199,7 @@ static void measure(rh_gc *g)
 	if (g->eden_bytes) {
 		double s = (double)g->copied_bytes / (double)g->eden_bytes;
 		sz->last_survival = s < 1 ? s : 1;
-		double d = sz->last_survival - sz->survival;
-		sz->surv_var = 0.7 * sz->surv_var + 0.3 * d * d;
+		decay_var(&sz->surv_var, sz->last_survival - sz->survival);
 		sz->survival = avg(sz->survival, sz->last_survival);
 	}
 }
