@@ -47,6 +47,7 @@ typedef struct rh_region {
 	uint8_t dropping;     /* FREE, its pages returned at the end of the pause (region.P1) */
 	uint8_t mapped;       /* every page populated since last dropped (local heap, region.P2) */
 	uint8_t readying;    /* FREE, off the free list while its pages are touched (pretouch.P2) */
+	uint8_t roots_fresh; /* its rebuilt target queue lost bits: send its roots again (rset.T1) */
 	uintptr_t dirty_end; /* bytes at or past it are zero */
 	uint32_t tail_fill;  /* OLD: bytes of the filler that closes it, if known */
 	rh_remset remset;

@@ -137,6 +137,7 @@ static void mark_region(rh_dgc *d, mctx *w, uint32_t l)
 		return;
 	}
 	uint64_t h0 = __atomic_load_n(&m->log_head, __ATOMIC_ACQUIRE);
+	t->roots_new = 0;
 	rh_dgc_reset_region(d, l);
 	memset(w->live_tmp, 0, d->part.n_regions * sizeof *w->live_tmp);
 	w->cur_remark = false;
@@ -213,8 +214,10 @@ static int64_t pick_pass(rh_dgc *d, bool idle_only, uint64_t now)
 		if (t->marking || t->kind != RH_REGION_OLD || !t->top || t->busy ||
 		    t->evicted_pct < 50 || !t->have_roots)
 			continue;
-		if (t->state == T_MARKED) {
-			/* Marked again when its log has moved half a ring, or,
+		if (t->state == T_MARKED && !t->roots_new) {
+			/* Marked again when its roots changed (rset.T1: the CPU
+			 * server rebuilt them without the references that
+			 * died), when its log has moved half a ring, or,
 			 * with nothing else to do, once its marking is two seconds
 			 * old: garbage made since then is invisible to it. */
 			uint64_t head = __atomic_load_n(&d->meta[l].log_head, __ATOMIC_ACQUIRE);
@@ -286,8 +289,10 @@ static int on_roots(rh_dgc *d, const rh_msg_roots *m)
 		*n = 0;
 	/* Marking waits for them: without its roots a region would look
 	 * empty, and the CPU server would choose it for nothing. */
-	if (!remark)
+	if (!remark) {
 		t->have_roots = 1;
+		t->roots_new = 1;
+	}
 	/* Appended batches are bounded by the region's words, so a peer
 	 * cannot grow the list without end (security.M1). */
 	if (*n + m->n > d->region_size / 8)

@@ -26,6 +26,7 @@ typedef struct treg {
 	uint8_t evacuated;        /* moved out in a CSSC; forwarding headers stay until FREE */
 	uint8_t marking;          /* a helper thread is marking it (set and cleared under lock) */
 	uint8_t have_roots;       /* the epoch roots for this (ident, top) arrived */
+	uint8_t roots_new;        /* new roots since its marking began (rset.T1) */
 	uint64_t h0;              /* log head when marking began */
 	uint64_t marked_ns;       /* when the marking ended */
 	uint32_t *roots, *rroots; /* epoch roots; remark roots (word offsets) */

@@ -660,8 +660,10 @@ static void publish(rh_heap *h, bool roots)
 		     i++) {
 			rh_region *r = &h->regions[i];
 			rh_marked_desc md;
+			/* rset.T1: a marked region whose queue lost bits gets
+			 * them again, for its next marking. */
 			if (r->kind != RH_REGION_OLD || r->top == r->start || pct[i] < 50 ||
-			    marked_now(h, r, &md))
+			    (marked_now(h, r, &md) && !r->roots_fresh))
 				continue;
 			/* Sent again only when they may have changed: the remark
 			 * uses the current ones anyway. */
@@ -671,10 +673,11 @@ static void publish(rh_heap *h, bool roots)
 			uint64_t hash = n_extra;
 			for (size_t j = 0; j < n_extra; j++)
 				hash = hash * 31 + extra[j];
-			if (r->roots_ident == r->ident && r->roots_top == top &&
+			if (!r->roots_fresh && r->roots_ident == r->ident && r->roots_top == top &&
 			    r->roots_cards == r->remset.n_cards && r->roots_hash == hash)
 				continue;
 			send_roots(h, k, r, 0, extra, n_extra);
+			r->roots_fresh = 0;
 			r->roots_ident = r->ident;
 			r->roots_top = top;
 			r->roots_cards = r->remset.n_cards;
@@ -999,6 +1002,7 @@ void rh_cssc_finish(rh_heap *h, rh_gc_kind kind)
 	h->offload_active = false;
 	h->cssc.n_tslots = 0;
 	if (h->offload_on) {
+		rh_refresh_pause(h);
 		publish(h, true);
 		uint64_t marked = rh_remote_marked_total(h->remote);
 		pthread_mutex_lock(&h->stats_lock);

@@ -311,14 +311,24 @@ void rh_heap_close(rh_heap *h)
 		rh_log(RH_LOG_DEBUG, "swap",
 		       "%llu faults (%llu readahead pages), %llu fresh, %llu first writes; %llu "
 		       "waited for the evictor, %.1f ms in all; %llu batches, %llu drop calls; "
-		       "%llu predicted writes written back, %llu of them unwritten",
+		       "%llu predicted writes written back, %llu of them unwritten; %llu pages "
+		       "read "
+		       "and left evicted",
 		       (unsigned long long)st.faults, (unsigned long long)st.readahead_pages,
 		       (unsigned long long)st.zero_faults, (unsigned long long)st.wp_faults,
 		       (unsigned long long)st.budget_waits, (double)st.budget_wait_ns / 1e6,
 		       (unsigned long long)st.batches, (unsigned long long)st.drop_calls,
 		       (unsigned long long)(st.pred_written + st.pred_unwritten),
-		       (unsigned long long)st.pred_unwritten);
+		       (unsigned long long)st.pred_unwritten, (unsigned long long)st.pages_peeked);
 	}
+	if (h->refresh.regions)
+		rh_log(RH_LOG_DEBUG, "gc",
+		       "target queues rebuilt (rset.T1): %llu times, %llu pages of cards read, "
+		       "%llu cards and %llu targets dropped, %.1f ms",
+		       (unsigned long long)h->refresh.regions,
+		       (unsigned long long)h->refresh.pages_read,
+		       (unsigned long long)h->refresh.cards_dropped,
+		       (unsigned long long)h->refresh.targets_dropped, (double)h->refresh.ns / 1e6);
 	/* Swap first: its threads use the connections the remote owns. */
 	rh_swap_close(h->swap);
 	rh_remote_close(h->remote);

@@ -283,6 +283,7 @@ static void release_one(rh_heap *h, rh_region *r, bool keep_warm)
 		h->freed[h->n_freed++] = r->index;
 	}
 	rh_remset_free(&r->remset);
+	r->roots_fresh = 0;
 	if (r->kind != RH_REGION_EDEN)
 		h->freed_sources++; /* its cards in other sets are now stale */
 	r->top = r->old_top = r->start;

@@ -439,6 +439,87 @@ static bool fetch(rh_swap *s, uintptr_t a, bool write)
 	return true;
 }
 
+/* ---------------------------------------------------------------- peeking */
+
+/* Reads the claimed pages pages[0..n) (one host's, n at most a fetch
+ * buffer's) into out[at[i]] and hands each back EVICTED (swap.P6). */
+static bool peek_read(rh_swap *s, const rh_swap_host *h, const uintptr_t *pages, const size_t *at,
+                      size_t n, uint8_t *out)
+{
+	uint32_t slot;
+	uint8_t *buf = slot_get(s, &slot);
+	bool ok = buf != NULL;
+	rh_tp_sge sg[RH_EVICT_BATCH];
+	for (size_t i = 0; i < n; i++)
+		sg[i] = (rh_tp_sge){
+		        .local = buf + i * RH_PAGE_SIZE, .remote = pages[i], .len = RH_PAGE_SIZE};
+	rh_error err;
+	uint64_t id = rh_swap_wr_id(s);
+	if (ok && (rh_tp_read(h->conn, sg, n, id, &err) != RH_OK ||
+	           rh_tp_wait(h->conn, id, (int)s->o.timeout_ms, &err) != RH_OK)) {
+		rh_swap_fail(s, h, &err);
+		ok = false;
+	}
+	for (size_t i = 0; ok && i < n; i++) {
+		/* swap.I2: a corrupt page is fatal, never used. */
+		ok = rh_swap_sums_ok(s, h, pages[i], buf + i * RH_PAGE_SIZE, 1);
+		memcpy(out + at[i] * RH_PAGE_SIZE, buf + i * RH_PAGE_SIZE, RH_PAGE_SIZE);
+	}
+	if (buf)
+		slot_put(s, slot);
+	for (size_t i = 0; i < n; i++)
+		rh_swap_set(s, rh_swap_page(s, pages[i]), RH_PAGE_EVICTED);
+	fetch_done(s); /* swap.C2: faults that waited retry, and fetch it */
+	atomic_fetch_add(&s->st.pages_peeked, n);
+	return ok;
+}
+
+bool rh_swap_peek(rh_swap *s, const uintptr_t *pages, size_t n, uint8_t *out)
+{
+	size_t cap = s->fslot_len / RH_PAGE_SIZE;
+	cap = cap < RH_EVICT_BATCH ? cap : RH_EVICT_BATCH;
+	uintptr_t grp[RH_EVICT_BATCH];
+	size_t at[RH_EVICT_BATCH], k = 0;
+	const rh_swap_host *gh = NULL;
+	bool ok = true;
+	uint8_t *from_mem = calloc(n ? n : 1, 1);
+	if (!from_mem)
+		rh_panic("swap: out of memory for a read");
+	/* swap.C4: no region is freed or filled while the images are read. */
+	pthread_rwlock_rdlock(&s->fault_lock);
+	for (size_t i = 0; i < n; i++) {
+		size_t pg = rh_swap_page(s, pages[i]);
+		const rh_swap_host *h = rh_swap_host_of(s, pages[i]);
+		/* swap.P6: the claim keeps faults and the evictor off the page
+		 * while its copy is read; nothing writes an evicted page's copy. */
+		if (!h || !rh_swap_cas(s, pg, RH_PAGE_EVICTED, RH_PAGE_FETCHING)) {
+			from_mem[i] = 1;
+			continue;
+		}
+		if (k && (h != gh || k == cap)) {
+			ok = peek_read(s, gh, grp, at, k, out) && ok;
+			k = 0;
+		}
+		gh = h;
+		grp[k] = pages[i];
+		at[k++] = i;
+	}
+	if (k)
+		ok = peek_read(s, gh, grp, at, k, out) && ok;
+	pthread_rwlock_unlock(&s->fault_lock);
+	/* Outside the lock: a copy that faults is served like any fault. */
+	for (size_t i = 0; ok && i < n; i++) {
+		if (!from_mem[i])
+			continue;
+		if (rh_swap_get(s, rh_swap_page(s, pages[i])) == RH_PAGE_INIT)
+			memset(out + i * RH_PAGE_SIZE, 0, RH_PAGE_SIZE);
+		else
+			memcpy(out + i * RH_PAGE_SIZE, (const void *)pages[i], RH_PAGE_SIZE);
+	}
+	free(from_mem);
+	return ok;
+}
+
 /* A missing fault, by the page's state; a claim lost to another fault
  * means the state moved on, so look again. */
 static void on_missing(rh_swap *s, uintptr_t a, bool write)

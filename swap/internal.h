@@ -83,7 +83,7 @@ struct rh_swap {
 	struct {
 		atomic_uint_fast64_t faults, zero_faults, wp_faults, readahead_pages, bytes_fetched,
 		        bytes_evicted, pages_dropped, batches, drop_failures, drop_calls,
-		        budget_waits, budget_wait_ns, pred_written, pred_unwritten;
+		        budget_waits, budget_wait_ns, pred_written, pred_unwritten, pages_peeked;
 		/* installs that found a page mapped (EEXIST): none unless a
 		 * page was mapped behind the protocol's back (swap.C1) */
 		atomic_uint_fast64_t install_conflicts;

@@ -379,6 +379,7 @@ void rh_swap_stats_get(rh_swap *s, rh_swap_stats *out)
 	out->batches = atomic_load(&s->st.batches);
 	out->drop_failures = atomic_load(&s->st.drop_failures);
 	out->drop_calls = atomic_load(&s->st.drop_calls);
+	out->pages_peeked = atomic_load(&s->st.pages_peeked);
 	out->budget_waits = atomic_load(&s->st.budget_waits);
 	out->budget_wait_ns = atomic_load(&s->st.budget_wait_ns);
 	out->pred_written = atomic_load(&s->st.pred_written);

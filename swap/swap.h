@@ -66,6 +66,7 @@ typedef struct rh_swap_stats {
 	uint64_t batches;       /* eviction batches that ran the tag protocol */
 	uint64_t drop_failures; /* evicted pages MADV_DONTNEED failed to drop (kept) */
 	uint64_t drop_calls;    /* MADV_DONTNEED calls by eviction batches (swap.P5) */
+	uint64_t pages_peeked;  /* evicted pages read and left evicted (swap.P6) */
 	uint64_t budget_waits;  /* faults that waited for the evictor to make room */
 	uint64_t budget_wait_ns;
 	/* Pages installed writable on a read, at their write-back (swap.W5):
@@ -116,6 +117,15 @@ int rh_swap_clean_step(rh_swap *s, uint32_t region, rh_error *err);
 /* Whether the region's pages are expected to be written while resident
  * (swap.W1's score at its threshold, or the collector's hint, swap.W4). */
 bool rh_swap_region_write_hot(rh_swap *s, uint32_t region);
+
+/* swap.P6: the bytes of n heap pages (page-aligned addresses) into out
+ * (n pages), for a collector that reads them once: an evicted page is read
+ * from its memory server's copy and stays evicted, a page never written
+ * reads as zeros, any other is copied from memory (faulting it in only if
+ * it was evicted meanwhile). False if a read failed: the swap system has
+ * failed and the process is ending (docs/swap.md, "Reading without
+ * installing"). */
+bool rh_swap_peek(rh_swap *s, const uintptr_t *pages, size_t n, uint8_t *out);
 
 void rh_swap_stats_get(rh_swap *s, rh_swap_stats *out);
 uint8_t rh_swap_page_state(rh_swap *s, uintptr_t addr);
