@@ -3,12 +3,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/grow.h"
 #include "runtime/internal.h"
 #include "swap/swap.h"
 
-/* Pages of cards read a pause: an evicted page is one read from its
+/* A pause spends at most 1/RH_REFRESH_SHARE of gc.pause_budget_ms on
+ * rebuilding (rset.T4): an evicted page of cards is one read from its
  * tracer's copy (a few microseconds over shm), a resident one a copy. */
-#define RH_REFRESH_PAGES 512u
+#define RH_REFRESH_SHARE 20u
+/* A region is rebuilt at most once in this many pauses: on a heap whose
+ * old regions the clock goes round in one pause, it would otherwise spend
+ * its whole share every pause rebuilding queues that did not change
+ * (lru at 25 % cache: a fifth more GC time). */
+#define RH_REFRESH_EVERY 4u
 /* Pages read at once. */
 #define CHUNK 64u
 
@@ -37,15 +44,6 @@ static uint64_t *cards_of(rh_heap *h, const rh_region *r, size_t *n)
 	qsort(v, k, sizeof *v, cmp_u64);
 	*n = k;
 	return v;
-}
-
-/* Distinct pages of the sorted cards. */
-static size_t pages_of(const uint64_t *cards, size_t n)
-{
-	size_t p = 0;
-	for (size_t i = 0; i < n; i++)
-		p += i == 0 || cards[i] / CARDS_PER_PAGE != cards[i - 1] / CARDS_PER_PAGE;
-	return p;
 }
 
 typedef struct scan {
@@ -124,8 +122,9 @@ static size_t bits_in(const uint64_t *v, size_t n_words)
 	return b;
 }
 
-/* r's queues become what sc found in the n cards. */
-static void replace_queues(rh_heap *h, rh_region *r, const scan *sc, const uint64_t *cards,
+/* r's queues become what sc found in the n cards; true if its target
+ * queue lost bits. */
+static bool replace_queues(rh_heap *h, rh_region *r, const scan *sc, const uint64_t *cards,
                            size_t n)
 {
 	/* rset.T3: the cards that refer into r stay, the rest leave. */
@@ -141,18 +140,21 @@ static void replace_queues(rh_heap *h, rh_region *r, const scan *sc, const uint6
 	h->remset_cards -= cards_before - r->remset.n_cards;
 	h->refresh.cards_dropped += cards_before - r->remset.n_cards;
 	size_t words = (h->region_size / 8 + 63) / 64;
+	h->refresh.regions++;
+	if (!r->remset.targets)
+		return false; /* no card ever: nothing refers into r from outside */
 	size_t before = bits_in(r->remset.targets, words), after = bits_in(sc->targets, words);
 	memcpy(r->remset.targets, sc->targets, words * sizeof *sc->targets);
-	/* Lookalike words may add bits; only a loss is news to the tracer. */
-	if (after < before) {
-		h->refresh.targets_dropped += before - after;
-		r->roots_fresh = 1;
-	}
-	h->refresh.regions++;
+	/* Lookalike words may add bits; only a loss is news. */
+	if (after >= before)
+		return false;
+	h->refresh.targets_dropped += before - after;
+	return true;
 }
 
-/* Rebuild r's queues from its n sorted cards; buf holds CHUNK pages. */
-static void rebuild(rh_heap *h, rh_region *r, const uint64_t *cards, size_t n, uint8_t *buf)
+/* Rebuild r's queues from its n sorted cards; buf holds CHUNK pages.
+ * True if its target queue lost bits. */
+static bool rebuild(rh_heap *h, rh_region *r, const uint64_t *cards, size_t n, uint8_t *buf)
 {
 	size_t words = (h->region_size / 8 + 63) / 64;
 	scan sc = {.lo = r->start, .hi = r->start + h->region_size};
@@ -161,48 +163,188 @@ static void rebuild(rh_heap *h, rh_region *r, const uint64_t *cards, size_t n, u
 	if (!sc.targets || !sc.hit)
 		rh_panic("collector: out of memory for a refresh");
 	scan_cards(h, &sc, cards, n, buf);
-	replace_queues(h, r, &sc, cards, n);
+	bool lost = replace_queues(h, r, &sc, cards, n);
 	free(sc.hit);
 	free(sc.targets);
+	return lost;
 }
 
-/* The regions the tracers mark (docs/distributed-gc.md, MSCT). */
-static bool marked_by_tracers(rh_heap *h, const rh_region *r)
+/* ---------------------------------------------------------------- live bytes */
+
+typedef struct lmark {
+	uintptr_t lo, top;
+	const uint8_t *img; /* the region's bytes [lo, top), read with swap.P6 */
+	uint64_t *seen;     /* a bit per word of the region */
+	uintptr_t *stack;
+	size_t n, cap;
+} lmark;
+
+static void lm_push(lmark *lm, uintptr_t v)
 {
-	return r->kind == RH_REGION_OLD && r->top != r->start && r->remset.targets &&
-	       rh_swap_region_evicted_pct(h->swap, r->index, r->top - r->start) >= 50;
+	if (v < lm->lo || v >= lm->top || (v & 7))
+		return;
+	size_t w = (v - lm->lo) >> 3;
+	if (lm->seen[w / 64] >> (w % 64) & 1)
+		return;
+	lm->seen[w / 64] |= 1ull << (w % 64);
+	lm->stack = rh_grow(lm->stack, &lm->cap, lm->n + 1, sizeof *lm->stack, 256,
+	                    "collector: a region's marking");
+	lm->stack[lm->n++] = v;
+}
+
+static void lm_slot(void *ctx, void **slot)
+{
+	lm_push(ctx, (uintptr_t)*slot);
+}
+
+/* The frames' and globals' references, sorted: roots of every region's
+ * marking (rset.T5). Conservative words too: an object a word points at
+ * stays where it is, and its region's count must include it. */
+typedef struct roots {
+	uintptr_t *v;
+	size_t n, cap;
+} roots;
+
+static void root_word(void *ctx, uintptr_t w)
+{
+	roots *rs = ctx;
+	rs->v = rh_grow(rs->v, &rs->cap, rs->n + 1, sizeof *rs->v, 256, "collector: roots");
+	rs->v[rs->n++] = w;
+}
+
+static void root_slot(void *ctx, void **slot)
+{
+	root_word(ctx, (uintptr_t)*slot);
+}
+
+static void gather_roots(rh_heap *h, roots *rs)
+{
+	for (rh_mutator *m = h->mutators; m; m = m->next)
+		rh_stack_scan(m, root_word, root_slot, rs);
+	for (size_t i = 0; i < h->n_globals; i++)
+		root_slot(rs, h->globals[i]);
+	if (rs->n)
+		qsort(rs->v, rs->n, sizeof *rs->v, cmp_u64);
+}
+
+/* rset.T5: the bytes of r reached from its rebuilt target queue and the
+ * roots through references inside r, marked on a copy of r read as
+ * swap.P6 reads (no page installed). An estimate for choosing r: a bit a
+ * lookalike word set is taken for an object if a header parses there, and
+ * an object a conservative word points into is missed. img holds a
+ * region. */
+static uint64_t live_from_queue(rh_heap *h, const rh_region *r, const roots *rs, uint8_t *img)
+{
+	size_t words = (h->region_size / 8 + 63) / 64;
+	size_t np = (r->top - r->start + RH_PAGE_SIZE - 1) / RH_PAGE_SIZE;
+	uintptr_t *pages = malloc(np * sizeof *pages);
+	lmark lm = {.lo = r->start, .top = r->top, .img = img};
+	lm.seen = calloc(words, sizeof *lm.seen);
+	if (!pages || !lm.seen)
+		rh_panic("collector: out of memory for a region's marking");
+	for (size_t i = 0; i < np; i++)
+		pages[i] = r->start + i * RH_PAGE_SIZE;
+	if (!rh_swap_peek(h->swap, pages, np, img))
+		rh_panic("collector: reading a region failed (the swap system failed)");
+	free(pages);
+	h->refresh.pages_read += np;
+	for (size_t w = 0; r->remset.targets && w < words; w++)
+		for (uint64_t b = r->remset.targets[w]; b; b &= b - 1)
+			lm_push(&lm, r->start + (w * 64 + (size_t)__builtin_ctzll(b)) * 8);
+	size_t lo = 0, hi = rs->n; /* the first root at or past r's start */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (rs->v[mid] < r->start)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < rs->n && rs->v[lo] < r->top; lo++)
+		lm_push(&lm, rs->v[lo]);
+	uint64_t live = 0;
+	while (lm.n) {
+		uintptr_t a = lm.stack[--lm.n];
+		void *o = (void *)(img + (a - r->start));
+		uint64_t hd = rh_hdr(o);
+		if (rh_hdr_is_fwd(hd) || !rh_object_valid(&h->types, o, r->top - a))
+			continue;
+		live += rh_hdr_bytes(hd);
+		rh_object_slots(&h->types, o, lm_slot, &lm);
+	}
+	free(lm.stack);
+	free(lm.seen);
+	return live < r->top - r->start ? live : r->top - r->start;
+}
+
+/* ---------------------------------------------------------------- the clock */
+
+enum { SKIP, TRACERS, CPU };
+
+/* Whose r is: the tracers mark old regions at least half evicted (MSCT);
+ * the CPU server collects the others, and estimates their live bytes
+ * itself (rset.T5), except where it is still copying into them. */
+static int owner(rh_heap *h, const rh_region *r)
+{
+	if (r->kind != RH_REGION_OLD || r->top == r->start)
+		return SKIP;
+	unsigned pct = rh_swap_region_evicted_pct(h->swap, r->index, r->top - r->start);
+	if (pct >= 50)
+		return r->remset.targets ? TRACERS : SKIP;
+	return rh_is_dest(h, r->index) ? SKIP : CPU;
 }
 
 void rh_refresh_pause(rh_heap *h)
 {
 	if (h->refresh.off || !h->swap || !h->n_regions)
 		return;
+	if (!h->refresh.last) {
+		h->refresh.last = calloc(h->n_regions, sizeof *h->refresh.last);
+		if (!h->refresh.last)
+			rh_panic("collector: out of memory for a refresh");
+	}
+	uint32_t now = ++h->refresh.pause;
 	uint64_t t0 = rh_now_ns();
+	uint64_t stop = t0 + (uint64_t)h->cfg.pause_budget_us * 1000 / RH_REFRESH_SHARE;
 	uint8_t *buf = malloc((size_t)CHUNK * RH_PAGE_SIZE);
-	if (!buf)
+	uint8_t *img = malloc(h->region_size);
+	if (!buf || !img)
 		rh_panic("collector: out of memory for a refresh");
+	roots rs = {0};
+	gather_roots(h, &rs);
 	/* rset.T4: a clock over the regions, from where the last pause
-	 * stopped; a region larger than the budget is taken alone. */
-	size_t budget = RH_REFRESH_PAGES;
+	 * stopped, while the pause's share lasts. */
 	uint32_t i = h->refresh.hand % h->n_regions;
-	for (uint32_t seen = 0; seen < h->n_regions && budget; seen++) {
+	for (uint32_t seen = 0; seen < h->n_regions && rh_now_ns() < stop; seen++) {
 		rh_region *r = &h->regions[i];
 		i = (i + 1) % h->n_regions;
-		if (!marked_by_tracers(h, r))
+		int who = owner(h, r);
+		uint32_t *last = &h->refresh.last[r->index];
+		if (who == SKIP || (*last && now - (*last - 1) < RH_REFRESH_EVERY))
 			continue;
+		*last = now + 1;
 		size_t nc;
 		uint64_t *cards = cards_of(h, r, &nc);
-		size_t np = pages_of(cards, nc);
-		if (np > budget && budget < RH_REFRESH_PAGES) {
-			free(cards);
-			i = r->index; /* first in the next pause */
-			break;
-		}
-		rebuild(h, r, cards, nc, buf);
-		budget -= np < budget ? np : budget;
+		bool lost = rebuild(h, r, cards, nc, buf);
 		free(cards);
+		if (who == TRACERS)
+			r->roots_fresh |= lost;
+		/* A count that was right stays so while no reference into r
+		 * dies: only then is r read and marked again. */
+		if (who == CPU && (lost || !r->live_known)) {
+			r->live_bytes = live_from_queue(h, r, &rs, img);
+			r->live_known = 1;
+			h->refresh.regions_marked++;
+		}
 	}
 	h->refresh.hand = i;
+	free(rs.v);
+	free(img);
 	free(buf);
 	h->refresh.ns += rh_now_ns() - t0;
+}
+
+void rh_refresh_fini(rh_heap *h)
+{
+	free(h->refresh.last);
+	h->refresh.last = NULL;
 }

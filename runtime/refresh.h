@@ -5,10 +5,11 @@
  * that overwrites a reference leaves the old target's bit set. The tracers
  * mark old regions from those bits, so every object that was once
  * referenced from another region looked live to them, and the CSSCs found
- * nothing to reclaim until a full marking. At the end of a pause, the
- * regions the tracers mark get their target queue rebuilt from the words
- * their cards hold, and the cards that no longer refer into the region
- * leave its source queue. State: the collecting thread's, read and written
+ * nothing to reclaim until a full marking. At the end of a pause, old
+ * regions get their target queue rebuilt from the words their cards hold,
+ * the cards that no longer refer into the region leave its source queue,
+ * and the regions the CPU server collects itself get live counts from
+ * their new queues. State: the collecting thread's, read and written
  * with the world stopped. */
 #ifndef RH_RUNTIME_REFRESH_H
 #define RH_RUNTIME_REFRESH_H
@@ -17,19 +18,22 @@
 #include <stdint.h>
 
 typedef struct rh_heap rh_heap;
-typedef struct rh_region rh_region;
 
 typedef struct rh_refresh {
-	bool off;      /* tests only: the control run of tests/dgc/test_refresh.c */
-	uint32_t hand; /* the region the next pause's rebuilds start from (rset.T4) */
+	bool off;       /* tests only: the control run of tests/dgc/test_refresh.c */
+	uint32_t hand;  /* the region the next pause's rebuilds start from (rset.T4) */
+	uint32_t pause; /* pauses that ran the clock */
+	uint32_t *last; /* per region: the pause that last rebuilt it, + 1 */
 	/* Totals, for the debug log at close. */
-	uint64_t regions, pages_read, cards_dropped, targets_dropped, ns;
+	uint64_t regions, regions_marked, pages_read, cards_dropped, targets_dropped, ns;
 } rh_refresh;
 
-/* rset.T1: rebuild the target queues of the old regions the tracers mark,
- * in turn (rset.T4), within RH_REFRESH_PAGES pages of cards read. A region
- * whose queue lost bits is marked `roots_fresh`. With the world stopped,
- * the barrier drained, and eden empty. */
+/* rset.T1: rebuild the target queues of old regions in turn (rset.T4),
+ * for a share of the pause budget. A region the tracers mark whose queue
+ * lost bits is marked `roots_fresh`; one the CPU server collects gets its
+ * live bytes estimated from its new queue (rset.T5). With the world
+ * stopped, the barrier drained, and eden empty. */
 void rh_refresh_pause(rh_heap *h);
+void rh_refresh_fini(rh_heap *h);
 
 #endif
