@@ -122,6 +122,7 @@ void rh_config_default(rh_config *cfg)
 	cfg->remark = 1;
 	cfg->preclean = 1;
 	cfg->pretouch = 1;
+	cfg->refresh = 1;
 }
 
 /* ------------------------------------------------------------------ validation */
@@ -425,6 +426,7 @@ static int check(const struct ctx *c, rh_config *cfg)
 	cfg->remark = !!cfg->remark;
 	cfg->preclean = !!cfg->preclean;
 	cfg->pretouch = !!cfg->pretouch;
+	cfg->refresh = !!cfg->refresh;
 	return 0;
 }
 
@@ -668,13 +670,10 @@ static const char *const cache_keys[] = {
         "fraction", "faults", "fault_spin_us", "readahead", "readahead_adaptive", "checksum", NULL};
 static const char *const transport_keys[] = {"provider", "timeout_ms", NULL};
 static const char *const server_keys[] = {"host", "port", "partition_size", NULL};
-static const char *const gc_keys[] = {"pause_budget_ms", "order",
-                                      "young_fraction",  "full_threshold",
-                                      "offload",         "tracer_threads",
-                                      "reorder",         "verify",
-                                      "remark",          "concurrent_mark",
-                                      "copy_threads",    "preclean",
-                                      "pretouch",        NULL};
+static const char *const gc_keys[] = {
+        "pause_budget_ms", "order",    "young_fraction", "full_threshold", "offload",
+        "tracer_threads",  "reorder",  "verify",         "remark",         "concurrent_mark",
+        "copy_threads",    "preclean", "pretouch",       "refresh",        NULL};
 
 #define GET(obj, k) json_object_get(obj, k)
 
@@ -751,6 +750,7 @@ static int parse_gc(const struct ctx *c, const json_t *gc, rh_config *cfg)
 	    (rc = j_bool(c, "gc.remark", GET(gc, "remark"), &cfg->remark)) ||
 	    (rc = j_bool(c, "gc.preclean", GET(gc, "preclean"), &cfg->preclean)) ||
 	    (rc = j_bool(c, "gc.pretouch", GET(gc, "pretouch"), &cfg->pretouch)) ||
+	    (rc = j_bool(c, "gc.refresh", GET(gc, "refresh"), &cfg->refresh)) ||
 	    (rc = j_int(c, "gc.copy_threads", GET(gc, "copy_threads"), 0, RH_COPY_THREADS_MAX,
 	                &copiers)))
 		return rc;
@@ -1001,6 +1001,7 @@ char *rh_config_to_json(const rh_config *cfg)
 	put(gc, "concurrent_mark", json_boolean(cfg->concurrent_mark), &ok);
 	put(gc, "preclean", json_boolean(cfg->preclean), &ok);
 	put(gc, "pretouch", json_boolean(cfg->pretouch), &ok);
+	put(gc, "refresh", json_boolean(cfg->refresh), &ok);
 	if (!cfg->remark) /* a debug switch: only shown when set */
 		put(gc, "remark", json_boolean(cfg->remark), &ok);
 	put(root, "gc", gc, &ok);

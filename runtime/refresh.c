@@ -295,7 +295,7 @@ static int owner(rh_heap *h, const rh_region *r)
 
 void rh_refresh_pause(rh_heap *h)
 {
-	if (h->refresh.off || !h->swap || !h->n_regions)
+	if (!h->cfg.refresh || !h->swap || !h->n_regions)
 		return;
 	if (!h->refresh.last) {
 		h->refresh.last = calloc(h->n_regions, sizeof *h->refresh.last);

@@ -14,13 +14,11 @@
 #ifndef RH_RUNTIME_REFRESH_H
 #define RH_RUNTIME_REFRESH_H
 
-#include <stdbool.h>
 #include <stdint.h>
 
 typedef struct rh_heap rh_heap;
 
 typedef struct rh_refresh {
-	bool off;       /* tests only: the control run of tests/dgc/test_refresh.c */
 	uint32_t hand;  /* the region the next pause's rebuilds start from (rset.T4) */
 	uint32_t pause; /* pauses that ran the clock */
 	uint32_t *last; /* per region: the pause that last rebuilt it, + 1 */

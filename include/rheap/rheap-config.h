@@ -100,6 +100,9 @@ typedef struct rh_config {
 	int pretouch;        /* "pretouch": on a local heap, a thread touches free regions'
 	                        pages between pauses, up to the next eden and its survivors,
 	                        so that pauses copy into pages already there (1, default) */
+	int refresh;         /* "refresh": with offload on, pauses rebuild old regions'
+	                        remembered sets from their cards, so that old garbage is seen
+	                        without a full marking (1, default) */
 
 	/* "secret_file": path of a file (mode 0600 or stricter) holding the shared secret */
 	char secret_file[RH_PATH_MAX];

@@ -19,7 +19,7 @@
  * 3. the live payloads read back, and the heap verifies.
  *
  * With `control` as the third argument the rebuild is off
- * (heap->refresh.off), and the test checks the opposite: the queues keep
+ * (`gc.refresh`: false), and the test checks the opposite: the queues keep
  * their bits and the tracers find (almost) nothing dead. That is the
  * behaviour before rset.T1, and what the checks above would meet without it.
  *
@@ -139,7 +139,6 @@ static void run(void)
 {
 	rh_error err;
 	rh_set_conservative(heap, false);
-	heap->refresh.off = control;
 	t_refs = rh_type_register(heap, &dgc_refs_desc, &err);
 	t_bytes = rh_type_register(heap, &dgc_junk_desc, &err);
 	rh_global_add(heap, (void **)&anchors);
@@ -232,6 +231,7 @@ int main(int argc, char **argv)
 	cluster_test ct = {.heap_mib = 128,
 	                   .cache = 0.25,
 	                   .timeout_ms = 5000,
-	                   .extra_gc = "\"pause_budget_ms\": 50"};
+	                   .extra_gc = control ? "\"pause_budget_ms\": 50, \"refresh\": false"
+	                                       : "\"pause_budget_ms\": 50"};
 	return cluster_test_main(&ct, argc, argv, &heap, run);
 }
