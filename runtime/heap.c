@@ -312,8 +312,7 @@ void rh_heap_close(rh_heap *h)
 		       "%llu faults (%llu readahead pages), %llu fresh, %llu first writes; %llu "
 		       "waited for the evictor, %.1f ms in all; %llu batches, %llu drop calls; "
 		       "%llu predicted writes written back, %llu of them unwritten; %llu pages "
-		       "read "
-		       "and left evicted",
+		       "read and left evicted",
 		       (unsigned long long)st.faults, (unsigned long long)st.readahead_pages,
 		       (unsigned long long)st.zero_faults, (unsigned long long)st.wp_faults,
 		       (unsigned long long)st.budget_waits, (double)st.budget_wait_ns / 1e6,

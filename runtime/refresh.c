@@ -22,6 +22,12 @@
 #define CARD_BYTES (1u << RH_CARD_SHIFT)
 #define CARDS_PER_PAGE (RH_PAGE_SIZE / CARD_BYTES)
 
+/* 64-bit words of a target queue (a bit per word of a region). */
+static size_t queue_words(const rh_heap *h)
+{
+	return (h->region_size / 8 + 63) / 64;
+}
+
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -139,7 +145,7 @@ static bool replace_queues(rh_heap *h, rh_region *r, const scan *sc, const uint6
 	free(hs.v);
 	h->remset_cards -= cards_before - r->remset.n_cards;
 	h->refresh.cards_dropped += cards_before - r->remset.n_cards;
-	size_t words = (h->region_size / 8 + 63) / 64;
+	size_t words = queue_words(h);
 	h->refresh.regions++;
 	if (!r->remset.targets)
 		return false; /* no card ever: nothing refers into r from outside */
@@ -156,7 +162,7 @@ static bool replace_queues(rh_heap *h, rh_region *r, const scan *sc, const uint6
  * True if its target queue lost bits. */
 static bool rebuild(rh_heap *h, rh_region *r, const uint64_t *cards, size_t n, uint8_t *buf)
 {
-	size_t words = (h->region_size / 8 + 63) / 64;
+	size_t words = queue_words(h);
 	scan sc = {.lo = r->start, .hi = r->start + h->region_size};
 	sc.targets = calloc(words, sizeof *sc.targets);
 	sc.hit = calloc(n ? n : 1, 1);
@@ -235,7 +241,7 @@ static void gather_roots(rh_heap *h, roots *rs)
  * region. */
 static uint64_t live_from_queue(rh_heap *h, const rh_region *r, const roots *rs, uint8_t *img)
 {
-	size_t words = (h->region_size / 8 + 63) / 64;
+	size_t words = queue_words(h);
 	size_t np = (r->top - r->start + RH_PAGE_SIZE - 1) / RH_PAGE_SIZE;
 	uintptr_t *pages = malloc(np * sizeof *pages);
 	lmark lm = {.lo = r->start, .top = r->top, .img = img};
@@ -310,7 +316,7 @@ void rh_refresh_pause(rh_heap *h)
 	if (!buf || !img)
 		rh_panic("collector: out of memory for a refresh");
 	roots rs = {0};
-	gather_roots(h, &rs);
+	bool have_roots = false; /* gathered at the first marking (rset.T5) */
 	/* rset.T4: a clock over the regions, from where the last pause
 	 * stopped, while the pause's share lasts. */
 	uint32_t i = h->refresh.hand % h->n_regions;
@@ -331,6 +337,9 @@ void rh_refresh_pause(rh_heap *h)
 		/* A count that was right stays so while no reference into r
 		 * dies: only then is r read and marked again. */
 		if (who == CPU && (lost || !r->live_known)) {
+			if (!have_roots)
+				gather_roots(h, &rs);
+			have_roots = true;
 			r->live_bytes = live_from_queue(h, r, &rs, img);
 			r->live_known = 1;
 			h->refresh.regions_marked++;

@@ -450,7 +450,7 @@ static bool peek_read(rh_swap *s, const rh_swap_host *h, const uintptr_t *pages,
 	uint8_t *buf = slot_get(s, &slot);
 	bool ok = buf != NULL;
 	rh_tp_sge sg[RH_EVICT_BATCH];
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; ok && i < n; i++)
 		sg[i] = (rh_tp_sge){
 		        .local = buf + i * RH_PAGE_SIZE, .remote = pages[i], .len = RH_PAGE_SIZE};
 	rh_error err;
