@@ -19,6 +19,7 @@
 #include "common/grow.h"
 #include "gc/bitmap.h"
 #include "runtime/internal.h"
+#include "runtime/rootvals.h"
 
 /* A CSSC's time per byte moved is averaged: each new measure weighs half. */
 #define NS_PER_BYTE_WEIGHT 0.5
@@ -552,62 +553,15 @@ static void send_roots(rh_heap *h, size_t host, rh_region *r, uint32_t flags,
 	free(v);
 }
 
-typedef struct vals {
-	uintptr_t *v;
-	size_t n, cap;
-} vals;
-
-static void add_val(void *ctx, void **slot)
-{
-	vals *vs = ctx;
-	if (vs->n == vs->cap) {
-		vs->cap = vs->cap ? vs->cap * 2 : 256;
-		vs->v = realloc(vs->v, vs->cap * sizeof *vs->v);
-		if (!vs->v)
-			rh_panic("collector: out of memory");
-	}
-	vs->v[vs->n++] = (uintptr_t)*slot;
-}
-
-static void ignore_word(void *ctx, uintptr_t w)
-{
-	(void)ctx;
-	(void)w;
-}
-
-/* The sorted values in [lo, hi). */
-static const uintptr_t *in_range(const vals *vs, uintptr_t lo, uintptr_t hi, size_t *n)
-{
-	size_t a = 0, b = vs->n;
-	while (a < b) {
-		size_t mid = a + (b - a) / 2;
-		if (vs->v[mid] < lo)
-			a = mid + 1;
-		else
-			b = mid;
-	}
-	size_t k = a;
-	while (k < vs->n && vs->v[k] < hi)
-		k++;
-	*n = k - a;
-	return vs->v + a;
-}
-
 /* Each tracer's region table, and roots for marking the regions it will
  * mark in the coming epoch: the target queue and the precise frame and
  * global slots into the region (an object only a root holds would look
  * dead to the marking, and the region would be chosen for nothing). */
 static void publish(rh_heap *h, bool roots)
 {
-	vals rv = {0};
-	if (roots) {
-		for (rh_mutator *m = h->mutators; m; m = m->next)
-			rh_stack_scan(m, ignore_word, add_val, &rv);
-		for (size_t i = 0; i < h->n_globals; i++)
-			add_val(&rv, h->globals[i]);
-		if (rv.n)
-			qsort(rv.v, rv.n, sizeof *rv.v, rh_cmp_addr);
-	}
+	rh_rootvals rv = {0};
+	if (roots)
+		rh_rootvals_gather(h, &rv, false);
 	size_t n_hosts;
 	const rh_swap_host *hosts = rh_remote_hosts(h->remote, &n_hosts);
 	rh_region_desc *ents = malloc(RH_REGIONS_MAX * sizeof *ents);
@@ -669,7 +623,7 @@ static void publish(rh_heap *h, bool roots)
 			 * uses the current ones anyway. */
 			uint32_t top = (uint32_t)(r->top - r->start);
 			size_t n_extra;
-			const uintptr_t *extra = in_range(&rv, r->start, r->top, &n_extra);
+			const uintptr_t *extra = rh_rootvals_in(&rv, r->start, r->top, &n_extra);
 			uint64_t hash = n_extra;
 			for (size_t j = 0; j < n_extra; j++)
 				hash = hash * 31 + extra[j];
@@ -686,7 +640,7 @@ static void publish(rh_heap *h, bool roots)
 	}
 	free(pct);
 	free(ents);
-	free(rv.v);
+	rh_rootvals_free(&rv);
 }
 
 /* ---------------------------------------------------------------- the pause */

@@ -323,12 +323,14 @@ void rh_heap_close(rh_heap *h)
 	if (h->refresh.regions)
 		rh_log(RH_LOG_DEBUG, "gc",
 		       "target queues rebuilt (rset.T1): %llu times, %llu resident regions "
-		       "marked, %llu pages read, %llu cards and %llu targets dropped, %.1f ms",
+		       "marked, %llu pages read, %llu cards and %llu of %llu targets dropped, "
+		       "%.1f ms",
 		       (unsigned long long)h->refresh.regions,
 		       (unsigned long long)h->refresh.regions_marked,
 		       (unsigned long long)h->refresh.pages_read,
 		       (unsigned long long)h->refresh.cards_dropped,
-		       (unsigned long long)h->refresh.targets_dropped, (double)h->refresh.ns / 1e6);
+		       (unsigned long long)h->refresh.targets_dropped,
+		       (unsigned long long)h->refresh.targets_held, (double)h->refresh.ns / 1e6);
 	rh_refresh_fini(h);
 	/* Swap first: its threads use the connections the remote owns. */
 	rh_swap_close(h->swap);

@@ -5,12 +5,19 @@
 
 #include "common/grow.h"
 #include "runtime/internal.h"
+#include "runtime/rootvals.h"
 #include "swap/swap.h"
 
-/* A pause spends at most 1/RH_REFRESH_SHARE of gc.pause_budget_ms on
- * rebuilding (rset.T4): an evicted page of cards is one read from its
- * tracer's copy (a few microseconds over shm), a resident one a copy. */
-#define RH_REFRESH_SHARE 20u
+/* A pause spends between 1/RH_REFRESH_SHARE_MIN and 1/RH_REFRESH_SHARE_MAX
+ * of gc.pause_budget_ms on rebuilding (rset.T4, rset.T6): an evicted page
+ * of cards is one read from its tracer's copy (a few microseconds over
+ * shm), a resident one a copy. */
+#define RH_REFRESH_SHARE_MIN 20.0
+#define RH_REFRESH_SHARE_MAX 4.0
+/* rset.T6: the yields (bits dropped over bits held) under which the share
+ * is the smallest, and from which it is the largest. */
+#define RH_REFRESH_YIELD_LOW 0.05
+#define RH_REFRESH_YIELD_HIGH 0.25
 /* A region is rebuilt at most once in this many pauses: on a heap whose
  * old regions the clock goes round in one pause, it would otherwise spend
  * its whole share every pause rebuilding queues that did not change
@@ -150,6 +157,7 @@ static bool replace_queues(rh_heap *h, rh_region *r, const scan *sc, const uint6
 	if (!r->remset.targets)
 		return false; /* no card ever: nothing refers into r from outside */
 	size_t before = bits_in(r->remset.targets, words), after = bits_in(sc->targets, words);
+	h->refresh.targets_held += before;
 	memcpy(r->remset.targets, sc->targets, words * sizeof *sc->targets);
 	/* Lookalike words may add bits; only a loss is news. */
 	if (after >= before)
@@ -203,43 +211,13 @@ static void lm_slot(void *ctx, void **slot)
 	lm_push(ctx, (uintptr_t)*slot);
 }
 
-/* The frames' and globals' references, sorted: roots of every region's
- * marking (rset.T5). Conservative words too: an object a word points at
- * stays where it is, and its region's count must include it. */
-typedef struct roots {
-	uintptr_t *v;
-	size_t n, cap;
-} roots;
-
-static void root_word(void *ctx, uintptr_t w)
-{
-	roots *rs = ctx;
-	rs->v = rh_grow(rs->v, &rs->cap, rs->n + 1, sizeof *rs->v, 256, "collector: roots");
-	rs->v[rs->n++] = w;
-}
-
-static void root_slot(void *ctx, void **slot)
-{
-	root_word(ctx, (uintptr_t)*slot);
-}
-
-static void gather_roots(rh_heap *h, roots *rs)
-{
-	for (rh_mutator *m = h->mutators; m; m = m->next)
-		rh_stack_scan(m, root_word, root_slot, rs);
-	for (size_t i = 0; i < h->n_globals; i++)
-		root_slot(rs, h->globals[i]);
-	if (rs->n)
-		qsort(rs->v, rs->n, sizeof *rs->v, cmp_u64);
-}
-
 /* rset.T5: the bytes of r reached from its rebuilt target queue and the
  * roots through references inside r, marked on a copy of r read as
  * swap.P6 reads (no page installed). An estimate for choosing r: a bit a
  * lookalike word set is taken for an object if a header parses there, and
  * an object a conservative word points into is missed. img holds a
  * region. */
-static uint64_t live_from_queue(rh_heap *h, const rh_region *r, const roots *rs, uint8_t *img)
+static uint64_t live_from_queue(rh_heap *h, const rh_region *r, const rh_rootvals *rv, uint8_t *img)
 {
 	size_t words = queue_words(h);
 	size_t np = (r->top - r->start + RH_PAGE_SIZE - 1) / RH_PAGE_SIZE;
@@ -257,16 +235,10 @@ static uint64_t live_from_queue(rh_heap *h, const rh_region *r, const roots *rs,
 	for (size_t w = 0; r->remset.targets && w < words; w++)
 		for (uint64_t b = r->remset.targets[w]; b; b &= b - 1)
 			lm_push(&lm, r->start + (w * 64 + (size_t)__builtin_ctzll(b)) * 8);
-	size_t lo = 0, hi = rs->n; /* the first root at or past r's start */
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (rs->v[mid] < r->start)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	for (; lo < rs->n && rs->v[lo] < r->top; lo++)
-		lm_push(&lm, rs->v[lo]);
+	size_t n_roots;
+	const uintptr_t *root = rh_rootvals_in(rv, r->start, r->top, &n_roots);
+	for (size_t k = 0; k < n_roots; k++)
+		lm_push(&lm, root[k]);
 	uint64_t live = 0;
 	while (lm.n) {
 		uintptr_t a = lm.stack[--lm.n];
@@ -299,6 +271,29 @@ static int owner(rh_heap *h, const rh_region *r)
 	return rh_is_dest(h, r->index) ? SKIP : CPU;
 }
 
+/* rset.T6: the share of the pause budget, from a twentieth to a quarter
+ * as the recent rebuilds dropped more of their queues' bits. */
+static double share(const rh_heap *h)
+{
+	double lo = 1.0 / RH_REFRESH_SHARE_MIN, hi = 1.0 / RH_REFRESH_SHARE_MAX;
+	double y = (h->refresh.yield - RH_REFRESH_YIELD_LOW) /
+	           (RH_REFRESH_YIELD_HIGH - RH_REFRESH_YIELD_LOW);
+	return lo + (hi - lo) * (y < 0 ? 0 : y > 1 ? 1 : y);
+}
+
+/* The fraction of the bits a pause's rebuilds found in their queues that
+ * they dropped, averaged over pauses (a pause that rebuilt no queue with
+ * bits leaves it as it was). held and dropped: the totals before the
+ * pause. */
+static void learn(rh_heap *h, uint64_t held, uint64_t dropped)
+{
+	held = h->refresh.targets_held - held;
+	dropped = h->refresh.targets_dropped - dropped;
+	if (!held)
+		return;
+	h->refresh.yield = h->refresh.yield * 0.5 + (double)dropped / (double)held * 0.5;
+}
+
 void rh_refresh_pause(rh_heap *h)
 {
 	if (!h->cfg.refresh || !h->swap || !h->n_regions)
@@ -310,12 +305,16 @@ void rh_refresh_pause(rh_heap *h)
 	}
 	uint32_t now = ++h->refresh.pause;
 	uint64_t t0 = rh_now_ns();
-	uint64_t stop = t0 + (uint64_t)h->cfg.pause_budget_us * 1000 / RH_REFRESH_SHARE;
+	uint64_t stop = t0 + (uint64_t)(share(h) * (double)h->cfg.pause_budget_us * 1000);
+	uint64_t held = h->refresh.targets_held, dropped = h->refresh.targets_dropped;
 	uint8_t *buf = malloc((size_t)CHUNK * RH_PAGE_SIZE);
 	uint8_t *img = malloc(h->region_size);
 	if (!buf || !img)
 		rh_panic("collector: out of memory for a refresh");
-	roots rs = {0};
+	/* The frames' and globals' references, conservative words among them:
+	 * an object a word points at stays where it is, and its region's count
+	 * must include it. */
+	rh_rootvals rv = {0};
 	bool have_roots = false; /* gathered at the first marking (rset.T5) */
 	/* rset.T4: a clock over the regions, from where the last pause
 	 * stopped, while the pause's share lasts. */
@@ -338,15 +337,16 @@ void rh_refresh_pause(rh_heap *h)
 		 * dies: only then is r read and marked again. */
 		if (who == CPU && (lost || !r->live_known)) {
 			if (!have_roots)
-				gather_roots(h, &rs);
+				rh_rootvals_gather(h, &rv, true);
 			have_roots = true;
-			r->live_bytes = live_from_queue(h, r, &rs, img);
+			r->live_bytes = live_from_queue(h, r, &rv, img);
 			r->live_known = 1;
 			h->refresh.regions_marked++;
 		}
 	}
 	h->refresh.hand = i;
-	free(rs.v);
+	learn(h, held, dropped);
+	rh_rootvals_free(&rv);
 	free(img);
 	free(buf);
 	h->refresh.ns += rh_now_ns() - t0;

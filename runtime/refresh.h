@@ -22,8 +22,11 @@ typedef struct rh_refresh {
 	uint32_t hand;  /* the region the next pause's rebuilds start from (rset.T4) */
 	uint32_t pause; /* pauses that ran the clock */
 	uint32_t *last; /* per region: the pause that last rebuilt it, + 1 */
+	double yield;   /* of the bits rebuilt queues held, the fraction dropped, averaged
+	                 * (rset.T6) */
 	/* Totals, for the debug log at close. */
-	uint64_t regions, regions_marked, pages_read, cards_dropped, targets_dropped, ns;
+	uint64_t regions, regions_marked, pages_read, cards_dropped, targets_held, targets_dropped,
+	        ns;
 } rh_refresh;
 
 /* rset.T1: rebuild the target queues of old regions in turn (rset.T4),
