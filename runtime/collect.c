@@ -628,6 +628,7 @@ static void collect_stopped(rh_heap *h, rh_gc_kind kind, uint64_t t_start, rh_gc
 	emit_stop(h, kind, t_start);
 	rh_preclean_pause_begin(h);
 	rh_pretouch_pause_begin(h);
+	rh_refresh_pause_begin(h, t_start);
 	rh_gctrace_begin(h, trace, kind, t_start);
 	pthread_mutex_lock(&h->remset_lock);
 	fold_mutator_counters(h);

@@ -1,4 +1,4 @@
-/* Target queues rebuilt from their cards (runtime/refresh.h, rset.T1-T3 in
+/* Target queues rebuilt from their cards (runtime/refresh.h, rset.T1-T7 in
  * docs/distributed-gc.md). */
 #include <stdlib.h>
 #include <string.h>
@@ -306,6 +306,10 @@ void rh_refresh_pause(rh_heap *h)
 	uint32_t now = ++h->refresh.pause;
 	uint64_t t0 = rh_now_ns();
 	uint64_t stop = t0 + (uint64_t)(share(h) * (double)h->cfg.pause_budget_us * 1000);
+	/* rset.T7: and no later than the pause's budget, but one region. */
+	uint64_t end = h->refresh.t0 + (uint64_t)h->cfg.pause_budget_us * 1000;
+	if (h->refresh.t0 && end < stop)
+		stop = end;
 	uint64_t held = h->refresh.targets_held, dropped = h->refresh.targets_dropped;
 	uint8_t *buf = malloc((size_t)CHUNK * RH_PAGE_SIZE);
 	uint8_t *img = malloc(h->region_size);
@@ -319,7 +323,8 @@ void rh_refresh_pause(rh_heap *h)
 	/* rset.T4: a clock over the regions, from where the last pause
 	 * stopped, while the pause's share lasts. */
 	uint32_t i = h->refresh.hand % h->n_regions;
-	for (uint32_t seen = 0; seen < h->n_regions && rh_now_ns() < stop; seen++) {
+	uint32_t done = 0;
+	for (uint32_t seen = 0; seen < h->n_regions && (!done || rh_now_ns() < stop); seen++) {
 		rh_region *r = &h->regions[i];
 		i = (i + 1) % h->n_regions;
 		int who = owner(h, r);
@@ -327,6 +332,7 @@ void rh_refresh_pause(rh_heap *h)
 		if (who == SKIP || (*last && now - (*last - 1) < RH_REFRESH_EVERY))
 			continue;
 		*last = now + 1;
+		done++;
 		size_t nc;
 		uint64_t *cards = cards_of(h, r, &nc);
 		bool lost = rebuild(h, r, cards, nc, buf);
@@ -350,6 +356,11 @@ void rh_refresh_pause(rh_heap *h)
 	free(img);
 	free(buf);
 	h->refresh.ns += rh_now_ns() - t0;
+}
+
+void rh_refresh_pause_begin(rh_heap *h, uint64_t t_start)
+{
+	h->refresh.t0 = t_start;
 }
 
 void rh_refresh_fini(rh_heap *h)

@@ -22,6 +22,7 @@ typedef struct rh_refresh {
 	uint32_t hand;  /* the region the next pause's rebuilds start from (rset.T4) */
 	uint32_t pause; /* pauses that ran the clock */
 	uint32_t *last; /* per region: the pause that last rebuilt it, + 1 */
+	uint64_t t0;    /* when the world stopped for this pause (rset.T7) */
 	double yield;   /* of the bits rebuilt queues held, the fraction dropped, averaged
 	                 * (rset.T6) */
 	/* Totals, for the debug log at close. */
@@ -35,6 +36,9 @@ typedef struct rh_refresh {
  * live bytes estimated from its new queue (rset.T5). With the world
  * stopped, the barrier drained, and eden empty. */
 void rh_refresh_pause(rh_heap *h);
+/* The pause that stopped the world at t_start (rh_now_ns) begins; its
+ * rebuilds end where it has run for gc.pause_budget_ms (rset.T7). */
+void rh_refresh_pause_begin(rh_heap *h, uint64_t t_start);
 void rh_refresh_fini(rh_heap *h);
 
 #endif
