@@ -303,7 +303,7 @@ void rh_refresh_pause(rh_heap *h)
 		if (!h->refresh.last)
 			rh_panic("collector: out of memory for a refresh");
 	}
-	uint32_t now = ++h->refresh.pause;
+	uint32_t now = h->refresh.pause;
 	uint64_t t0 = rh_now_ns();
 	uint64_t stop = t0 + (uint64_t)(share(h) * (double)h->cfg.pause_budget_us * 1000);
 	/* rset.T7: and no later than the pause's budget, but one region. */
@@ -360,6 +360,10 @@ void rh_refresh_pause(rh_heap *h)
 
 void rh_refresh_pause_begin(rh_heap *h, uint64_t t_start)
 {
+	/* rset.T4 counts pauses, not collections: a pause that runs two
+	 * (a partial one, then a full one or a compaction) rebuilds a region
+	 * at most once. */
+	h->refresh.pause++;
 	h->refresh.t0 = t_start;
 }
 

@@ -20,7 +20,7 @@ typedef struct rh_heap rh_heap;
 
 typedef struct rh_refresh {
 	uint32_t hand;  /* the region the next pause's rebuilds start from (rset.T4) */
-	uint32_t pause; /* pauses that ran the clock */
+	uint32_t pause; /* pauses begun */
 	uint32_t *last; /* per region: the pause that last rebuilt it, + 1 */
 	uint64_t t0;    /* when the world stopped for this pause (rset.T7) */
 	double yield;   /* of the bits rebuilt queues held, the fraction dropped, averaged

@@ -227,7 +227,8 @@ out:
 int main(int argc, char **argv)
 {
 	control = argc > 3 && strcmp(argv[3], "control") == 0;
-	/* The suite's pause budget: a twentieth of it goes to rebuilding. */
+	/* The suite's pause budget: a twentieth to a quarter of it goes to
+	 * rebuilding (rset.T6). */
 	cluster_test ct = {.heap_mib = 128,
 	                   .cache = 0.25,
 	                   .timeout_ms = 5000,
