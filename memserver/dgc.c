@@ -254,7 +254,9 @@ static int on_regions(rh_dgc *d, const rh_msg_regions *m)
 			return rh_dgc_fail(d, "REGIONS: region %u (top %u) is not in partition %u",
 			                   e.region, e.top, d->part.index);
 		treg *t = &d->r[l];
-		if (t->ident != e.ident || t->top != e.top || t->kind != e.kind) {
+		/* fullconc.T5: the table before FULL END gives the tops the
+		 * last pass walks to; the marks stay the full marking's. */
+		if (!d->full && (t->ident != e.ident || t->top != e.top || t->kind != e.kind)) {
 			rh_dgc_reset_region(d, l);
 			t->n_roots = 0;
 			t->have_roots = 0;
@@ -700,8 +702,8 @@ int rh_dgc_handle(rh_dgc *d, const uint8_t *buf, size_t len)
 	case RH_MSG_FULL:
 		if (!d->have_types)
 			return rh_dgc_fail(d, "FULL before the type table");
-		return m.u.full.phase == RH_FULL_BEGIN ? rh_dgc_full_begin(d, &m.u.full)
-		                                       : rh_dgc_full_end(d);
+		return m.u.full.phase == RH_FULL_END ? rh_dgc_full_end(d)
+		                                     : rh_dgc_full_begin(d, &m.u.full);
 	case RH_MSG_MARK_REFS:
 		return rh_dgc_full_refs(d, &m.u.mark_refs);
 	case RH_MSG_FIX_CARDS:
@@ -776,6 +778,15 @@ static void *dgc_main(void *arg)
 			pthread_mutex_lock(&d->lock);
 			continue;
 		}
+		if (d->full_conc && !d->failed) {
+			/* fullconc.T3: one slice, then the inbox again. */
+			pthread_mutex_unlock(&d->lock);
+			bool worked = rh_dgc_full_step(d);
+			pthread_mutex_lock(&d->lock);
+			if (!worked)
+				rh_cond_wait_ms(&d->cond, &d->lock, 100);
+			continue;
+		}
 		bool can = d->have_types && !d->full;
 		for (uint32_t i = 0; can && i < d->n_hx; i++) {
 			if (d->hx[i].region >= 0)
@@ -836,13 +847,14 @@ int rh_dgc_new(rh_dgc **out, const rh_config *cfg, const rh_partition *part, rh_
 	d->out = calloc(d->n_parts, sizeof *d->out);
 	d->n_out = calloc(d->n_parts, sizeof *d->n_out);
 	d->cap_out = calloc(d->n_parts, sizeof *d->cap_out);
+	d->tams = calloc(part->n_regions, sizeof *d->tams);
 	for (uint32_t p = 0; d->parts && p < d->n_parts; p++)
 		rh_partition_of(cfg, p, &d->parts[p]);
 	rh_typetab_init(&d->types);
 	pthread_mutex_init(&d->lock, NULL);
 	pthread_cond_init(&d->cond, NULL);
 	if (!ok || !d->r || !d->marks || !d->starts || !d->logged || !d->parts || !d->out ||
-	    !d->n_out || !d->cap_out) {
+	    !d->n_out || !d->cap_out || !d->tams) {
 		rh_dgc_close(d);
 		return rh_err_set(err, RH_ENOMEM, "tracer: out of memory for marking state");
 	}
@@ -919,6 +931,7 @@ void rh_dgc_close(rh_dgc *d)
 	free(d->out);
 	free(d->n_out);
 	free(d->cap_out);
+	free(d->tams);
 	free(d->parts);
 	free(d->r);
 	free(d->marks);

@@ -12,9 +12,14 @@
 #include "gc/object.h"
 #include "memserver/dgc_int.h"
 
+/* A humongous region's TAMS: its object is the snapshot's, at its start. */
+#define TAMS_HUGE UINT32_MAX
+
 /* Full marking runs on a current image (the CPU server flushed every page
  * first): a header that does not parse is a protocol error, not a page
- * still on its way. */
+ * still on its way. A concurrent marking (fullconc.T2) accepts only the
+ * snapshot: objects below their region's TAMS in a region that was old or
+ * humongous at BEGIN; what lies above is live and is not scanned. */
 static int valid_full(void *ctx, uintptr_t obj)
 {
 	rh_dgc *d = ctx;
@@ -26,6 +31,13 @@ static int valid_full(void *ctx, uintptr_t obj)
 	uint64_t h = rh_hdr((void *)obj);
 	if (rh_hdr_is_fwd(h))
 		return 0;
+	if (d->full_conc) {
+		if (d->tams[l] == TAMS_HUGE)
+			return obj == s && rh_object_valid(&d->types, (void *)obj,
+			                                   d->part.base + d->part.size - obj);
+		return obj < s + d->tams[l] &&
+		       rh_object_valid(&d->types, (void *)obj, s + d->tams[l] - obj);
+	}
 	if (t->kind == RH_REGION_HUMONGOUS)
 		return obj == s &&
 		       rh_object_valid(&d->types, (void *)obj, d->part.base + d->part.size - obj);
@@ -54,6 +66,12 @@ static void out_ref(void *ctx, uintptr_t ref)
 	rh_dgc *d = ctx;
 	for (uint32_t p = 0; p < d->n_parts; p++)
 		if (ref - d->parts[p].base < d->parts[p].size) {
+			/* Concurrent: a reference into this partition outside the
+			 * snapshot's regions (young, or taken since) is live and
+			 * not the marking's (fullconc.T2). Stopped, it would be a
+			 * dangling reference: the CPU server refuses the batch. */
+			if (p == d->part.index && d->full_conc)
+				return;
 			d->out[p] =
 			        grow(d->out[p], &d->cap_out[p], d->n_out[p] + 1, sizeof **d->out);
 			d->out[p][d->n_out[p]++] = ref;
@@ -65,6 +83,7 @@ int rh_dgc_full_begin(rh_dgc *d, const rh_msg_full *m)
 {
 	if (d->full)
 		return rh_dgc_fail(d, "FULL BEGIN while a full marking is in progress");
+	bool conc = m->phase == RH_FULL_BEGIN_CONC;
 	for (uint32_t l = 0; l < d->part.n_regions; l++) {
 		rh_dgc_reset_region(d, l);
 		d->r[l].n_roots = d->r[l].n_rroots = 0;
@@ -76,9 +95,17 @@ int rh_dgc_full_begin(rh_dgc *d, const rh_msg_full *m)
 	mk->heap_lo = d->part.base;
 	mk->heap_size = d->part.size;
 	mk->region_shift = d->region_shift;
-	for (uint32_t l = 0; l < d->part.n_regions; l++)
-		d->mx.in_set[l] = d->r[l].kind == RH_REGION_OLD || d->r[l].kind == RH_REGION_EDEN ||
-		                  d->r[l].kind == RH_REGION_HUMONGOUS;
+	for (uint32_t l = 0; l < d->part.n_regions; l++) {
+		uint8_t k = d->r[l].kind;
+		/* fullconc.T2: the snapshot is the old generation as the last
+		 * REGIONS gave it; young regions are the CPU server's roots. */
+		d->mx.in_set[l] = k == RH_REGION_OLD || k == RH_REGION_HUMONGOUS ||
+		                  (!conc && k == RH_REGION_EDEN);
+		d->tams[l] = !conc                      ? 0
+		             : k == RH_REGION_OLD       ? d->r[l].top
+		             : k == RH_REGION_HUMONGOUS ? TAMS_HUGE
+		                                        : 0;
+	}
 	mk->in_set = d->mx.in_set;
 	mk->mark_bits = d->marks;
 	mk->order_kind = RH_ORDER_DFS;
@@ -90,9 +117,48 @@ int rh_dgc_full_begin(rh_dgc *d, const rh_msg_full *m)
 	mk->ext_lo = d->cfg->heap_base;
 	mk->ext_size = d->cfg->heap_size;
 	d->full = true;
+	d->full_conc = conc;
+	d->full_pending = 0;
+	d->full_ignored = 0;
 	d->full_id = m->id;
 	d->full_t0 = rh_now_ns();
 	return 0;
+}
+
+/* What the batches taken so far caused goes out, then their
+ * acknowledgement: the CPU server counts the former before it sees the
+ * latter (termination). */
+static int ack_pending(rh_dgc *d)
+{
+	for (uint32_t p = 0; p < d->n_parts; p++)
+		if (d->n_out[p] && send_out(d, p) < 0)
+			return -1;
+	if (!d->full_pending)
+		return 0;
+	rh_msg ack = {.type = RH_MSG_MARK_ACK};
+	ack.u.mark_ack.batches = d->full_pending;
+	d->full_pending = 0;
+	return rh_dgc_send(d, &ack);
+}
+
+bool rh_dgc_full_step(rh_dgc *d)
+{
+	rh_marker *mk = &d->mx.mk;
+	if (!d->full_conc || (!mk->work_n && !d->full_pending))
+		return false;
+	int more = rh_marker_drain_some(mk, STEP);
+	/* fullconc.T2: what the snapshot does not hold is left alone (an
+	 * object above TAMS, or a word read while a write-back rewrote it:
+	 * SATB logged the value it replaced). */
+	d->full_ignored += mk->n_deferred;
+	mk->n_deferred = 0;
+	if (mk->error) {
+		rh_dgc_fail(d, "full marking met a corrupt object header");
+		return true;
+	}
+	if (!more)
+		ack_pending(d);
+	return true;
 }
 
 int rh_dgc_full_refs(rh_dgc *d, const rh_msg_mark_refs *m)
@@ -104,10 +170,24 @@ int rh_dgc_full_refs(rh_dgc *d, const rh_msg_mark_refs *m)
 		                   m->partition, d->part.index);
 	for (uint32_t i = 0; i < m->n; i++) {
 		uintptr_t a = (uintptr_t)rh_msg_mark_refs_get(m, i);
-		if (!valid_full(d, a))
+		if (!valid_full(d, a)) {
+			/* A concurrent marking's roots may lie outside the
+			 * snapshot (a relayed field read above TAMS): live,
+			 * not the marking's (fullconc.T2). */
+			if (d->full_conc) {
+				d->full_ignored++;
+				continue;
+			}
 			return rh_dgc_fail(d, "MARK_REFS: %#lx is not an object in partition %u",
 			                   (unsigned long)a, d->part.index);
+		}
 		rh_marker_root(&d->mx.mk, a);
+	}
+	/* fullconc.T3: traced in slices between messages, acknowledged when
+	 * the work list runs dry. */
+	if (d->full_conc) {
+		d->full_pending++;
+		return 0;
 	}
 	rh_marker_drain(&d->mx.mk);
 	if (d->mx.mk.n_deferred) {
@@ -119,14 +199,8 @@ int rh_dgc_full_refs(rh_dgc *d, const rh_msg_mark_refs *m)
 		        "region (kind %u, top %#x)",
 		        (unsigned long)o, (unsigned long long)rh_hdr((void *)o), t->kind, t->top);
 	}
-	/* What this batch caused goes out before its acknowledgement: the CPU
-	 * server counts it before it sees the ack (termination). */
-	for (uint32_t p = 0; p < d->n_parts; p++)
-		if (d->n_out[p] && send_out(d, p) < 0)
-			return -1;
-	rh_msg ack = {.type = RH_MSG_MARK_ACK};
-	ack.u.mark_ack.batches = 1;
-	return rh_dgc_send(d, &ack);
+	d->full_pending = 1;
+	return ack_pending(d);
 }
 
 typedef struct full_refs_ctx {
@@ -164,8 +238,10 @@ int rh_dgc_full_end(rh_dgc *d)
 		treg *t = &d->r[l];
 		uintptr_t s = rstart(d, l);
 		if (t->kind == RH_REGION_HUMONGOUS) {
+			/* fullconc.T5: one taken since a concurrent BEGIN is live. */
+			bool snap = !d->full_conc || d->tams[l] == TAMS_HUGE;
 			uint64_t live = 0;
-			if (rh_bit_get(d->marks, (s - d->part.base) >> 3)) {
+			if (!snap || rh_bit_get(d->marks, (s - d->part.base) >> 3)) {
 				live = rh_hdr_bytes(rh_hdr((void *)s));
 				rh_object_slots(&d->types, (void *)s, cross_ref, &c);
 			}
@@ -173,10 +249,14 @@ int rh_dgc_full_end(rh_dgc *d)
 			total += live;
 			continue;
 		}
-		if (t->kind != RH_REGION_OLD && t->kind != RH_REGION_EDEN)
+		/* fullconc.T5: young regions stay the CPU server's. */
+		if (t->kind != RH_REGION_OLD && (d->full_conc || t->kind != RH_REGION_EDEN))
 			continue;
 		uint64_t live = 0;
 		uintptr_t dead = 0, end = s + t->top;
+		/* Marks decide below here; what lies above was allocated since
+		 * a concurrent BEGIN and is live. */
+		uintptr_t lim = d->full_conc ? s + d->tams[l] : end;
 		for (uintptr_t p = s; p < end;) {
 			uint64_t h = rh_hdr((void *)p);
 			if (rh_hdr_is_fwd(h) || !rh_object_valid(&d->types, (void *)p, end - p)) {
@@ -187,7 +267,7 @@ int rh_dgc_full_end(rh_dgc *d)
 				        d->part.first_region + l, (unsigned long)(p - s));
 			}
 			size_t bytes = rh_hdr_bytes(h);
-			bool alive = rh_bit_get(d->marks, (p - d->part.base) >> 3) &&
+			bool alive = (p >= lim || rh_bit_get(d->marks, (p - d->part.base) >> 3)) &&
 			             rh_hdr_type(h) != RH_FILLER_TYPE;
 			if (alive) {
 				if (dead)
@@ -244,7 +324,12 @@ int rh_dgc_full_end(rh_dgc *d)
 	for (uint32_t l = 0; l < d->part.n_regions; l++)
 		rh_dgc_reset_region(d, l);
 	d->mx.mk.outside = NULL;
+	if (d->full_conc)
+		rh_log(RH_LOG_DEBUG, "tracer",
+		       "concurrent full marking: %llu references outside the snapshot left alone",
+		       (unsigned long long)d->full_ignored);
 	d->full = false;
+	d->full_conc = false;
 	free(ents);
 	free(c.pairs);
 	return rc;

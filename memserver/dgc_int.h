@@ -97,6 +97,12 @@ struct rh_dgc {
 
 	/* Full-heap marking (between FULL BEGIN and END). */
 	bool full;
+	/* Begun with BEGIN_CONCURRENT: the mutators run while it marks
+	 * (docs/distributed-gc.md, "Concurrent full marking", fullconc.T1-T6). */
+	bool full_conc;
+	uint32_t *tams;        /* per region: bytes below its TAMS (concurrent) */
+	uint32_t full_pending; /* MARK_REFS taken and not yet acknowledged */
+	uint64_t full_ignored; /* references outside the snapshot, left alone */
 	uint64_t full_id, full_t0;
 	uint32_t n_parts;
 	rh_partition *parts;     /* every tracer's partition */
@@ -143,6 +149,9 @@ bool rh_dgc_mark_next(rh_dgc *d);
 int rh_dgc_full_begin(rh_dgc *d, const rh_msg_full *m);
 int rh_dgc_full_refs(rh_dgc *d, const rh_msg_mark_refs *m);
 int rh_dgc_full_end(rh_dgc *d);
+/* A concurrent full marking's next slice of work, between messages: true
+ * if there was any. */
+bool rh_dgc_full_step(rh_dgc *d);
 /* Evicted cards fixed on the host (dgc_fix.c). */
 int rh_dgc_fix_cards(rh_dgc *d, const rh_msg_fix_cards *m, uint32_t seq);
 

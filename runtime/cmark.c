@@ -283,9 +283,18 @@ int rh_cmark_init(rh_heap *h)
 	/* Tracers mark a disaggregated heap where it lives; with offloading
 	 * off its full collections stay stopped-the-world (a marker thread
 	 * would fault the whole old generation in behind the mutators). */
-	if (!h->cfg.concurrent_mark || h->cfg.n_servers > 0)
+	if (!h->cfg.concurrent_mark)
 		return RH_OK;
 	c->tams = calloc(h->n_regions, sizeof *c->tams);
+	if (h->cfg.n_servers > 0) {
+		/* The tracers' concurrent full marking (fullmark.c) uses the
+		 * TAMS and the barrier's buffers, not the marker thread. */
+		if (!c->tams)
+			return RH_ENOMEM;
+		for (uint32_t i = 0; i < h->n_regions; i++)
+			c->tams[i] = h->regions[i].start;
+		return RH_OK;
+	}
 	c->live = calloc(h->n_regions, sizeof *c->live);
 	c->dirty = calloc(h->n_regions, sizeof *c->dirty);
 	c->clear_next = h->n_regions;
@@ -370,6 +379,18 @@ void rh_satb_log(rh_mutator *m, void **slot)
 	m->satb->e[m->satb->n] = old;
 	if (++m->satb->n == RH_SATB_CAP)
 		rh_satb_flush(m);
+}
+
+static void set_satb(rh_heap *h, uint32_t on);
+
+void rh_satb_set(rh_heap *h, bool on)
+{
+	set_satb(h, on);
+}
+
+rh_satb *rh_satb_take(rh_heap *h)
+{
+	return grab_full(&h->cm);
 }
 
 static void set_satb(rh_heap *h, uint32_t on)
@@ -651,9 +672,13 @@ int rh_collect_concurrent(rh_mutator *m, int wait)
 	RH_CHECK(m->state == RH_M_RUNNING, "rh_collect_concurrent: mutator is parked");
 	rh_heap *h = m->heap;
 	rh_cmark *c = &h->cm;
+	if (h->fm.conc)
+		return rh_fullmark_collect(m, wait);
 	if (!c->on) {
-		rh_set_last_error(RH_EINVAL, "rh_collect_concurrent: concurrent marking is off "
-		                             "(gc.concurrent_mark false, or a disaggregated heap)");
+		rh_set_last_error(
+		        RH_EINVAL,
+		        "rh_collect_concurrent: concurrent marking is off "
+		        "(gc.concurrent_mark false, or offloading off on a disaggregated heap)");
 		return RH_EINVAL;
 	}
 	/* A cycle starts at the end of the next partial pause; one already

@@ -61,6 +61,12 @@ typedef struct rh_cmark {
 	uint64_t mark_ns;   /* marker thread time this cycle */
 } rh_cmark;
 
+/* The snapshot barrier for the tracers' concurrent full marking
+ * (fullmark.c), which keeps its TAMS in `tams`: on or off for every
+ * mutator (world stopped), and the filled buffers, taken. */
+void rh_satb_set(struct rh_heap *h, bool on);
+rh_satb *rh_satb_take(struct rh_heap *h);
+
 /* Heap open and close. */
 int rh_cmark_init(struct rh_heap *h);
 void rh_cmark_stop(struct rh_heap *h);

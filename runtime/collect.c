@@ -146,8 +146,11 @@ static void choose_set(rh_gc *g)
 		return;
 	}
 	size_t n_cand = 0;
-	/* Old regions stay put while a concurrent cycle marks them (cmark.C2). */
-	rh_region **cand = rh_cmark_active(h) ? NULL : malloc(h->n_regions * sizeof *cand);
+	/* Old regions stay put while a concurrent cycle marks them (cmark.C2),
+	 * on the tracers too (fullconc.T6). */
+	rh_region **cand = rh_cmark_active(h) || rh_fullmark_active(h)
+	                           ? NULL
+	                           : malloc(h->n_regions * sizeof *cand);
 	uint64_t eden_bytes = 0;
 	for (uint32_t i = 0; i < h->n_regions; i++) {
 		rh_region *r = &h->regions[i];
@@ -467,15 +470,25 @@ static void collect(rh_heap *h, rh_gc_kind kind)
 		 * rh_sizing_after() adapts full_growth to the share found live. */
 		for (uint32_t i = 0; i < h->n_regions; i++)
 			g.set_bytes += set_bytes_of(&h->regions[i]);
-		mk->bytes_marked = rh_cssc_full(h);
+		/* A full collection asked for (not the end of a concurrent
+		 * marking) frees what is dead now, not at the snapshot: the
+		 * concurrent marking ends first, then the heap is marked
+		 * stopped (fullconc.T6). */
+		if (rh_fullmark_active(h) && h->fm.whole)
+			rh_fullmark_run(h);
+		mk->bytes_marked = rh_fullmark_run(h);
 		rh_sizing_after(&g);
 		goto done;
 	}
+	/* A full collection on the CPU server moves old objects: a concurrent
+	 * marking on the tracers ends first (fullconc.T6). */
+	if (kind == RH_GC_FULL && rh_fullmark_active(h))
+		rh_fullmark_run(h);
 	rh_emit(h, kind, RH_PHASE_ROOTS, 1);
 	uint64_t t_work = rh_now_ns();
 	if (kind == RH_GC_FULL)
 		memset(h->dest_region, 0, sizeof h->dest_region);
-	if (kind == RH_GC_PARTIAL)
+	if (kind == RH_GC_PARTIAL && !rh_fullmark_active(h))
 		rh_cssc_choose(h);
 	choose_set(&g);
 	for (unsigned k = 0; k < RH_COPY_THREADS_MAX; k++)
@@ -623,6 +636,7 @@ static bool compaction_pays(const rh_heap *h)
 
 static void collect_stopped(rh_heap *h, rh_gc_kind kind, uint64_t t_start, rh_gctrace *trace)
 {
+	h->fm.whole = kind == RH_GC_FULL;
 	if (kind == RH_GC_PARTIAL && rh_sizing_full_foreseen(h))
 		kind = RH_GC_FULL;
 	emit_stop(h, kind, t_start);
@@ -633,6 +647,7 @@ static void collect_stopped(rh_heap *h, rh_gc_kind kind, uint64_t t_start, rh_gc
 	pthread_mutex_lock(&h->remset_lock);
 	fold_mutator_counters(h);
 	rh_barrier_drain(h);
+	rh_fullmark_pause_begin(h);
 	/* A concurrent cycle's remark or finish, if due, happens first. A
 	 * full collection replaces the cycle in progress. */
 	rh_cmark_pause_begin(h, kind);
@@ -644,7 +659,12 @@ static void collect_stopped(rh_heap *h, rh_gc_kind kind, uint64_t t_start, rh_gc
 	 * full collection to the next pause keeps each pause shorter but
 	 * lets the old generation grow by another eden: peak memory rose by
 	 * a sixth to three quarters in the GC benchmarks.) */
-	if (kind == RH_GC_PARTIAL && (short_of_room(h) || (h->sz.full_due && !h->cm.on))) {
+	bool conc = h->cm.on || h->fm.conc;
+	if (kind == RH_GC_PARTIAL &&
+	    (short_of_room(h) || (h->sz.full_due && !conc) || rh_fullmark_quiet(h))) {
+		/* fullconc.T4: a concurrent marking with no batch outstanding
+		 * ends here; one that has not finished when the room runs out
+		 * ends here too, waiting for the tracers. */
 		kind = RH_GC_FULL;
 		rh_cmark_abort(h);
 		collect_again(h, kind, trace);
@@ -652,6 +672,7 @@ static void collect_stopped(rh_heap *h, rh_gc_kind kind, uint64_t t_start, rh_gc
 		/* With concurrent marking, an old generation past its bound
 		 * starts a cycle where it would have had a full collection. */
 		rh_cmark_maybe_start(h, h->sz.full_due || rh_sizing_mark_due(h));
+		rh_fullmark_maybe_start(h, h->sz.full_due);
 	}
 	if (rh_cssc_full_by_tracers(h, kind) && short_of_room(h) && compaction_pays(h))
 		compact_on_cpu(h, trace);

@@ -1,7 +1,7 @@
 /* The CPU server's side of distributed collection (docs/distributed-gc.md):
  * choosing the regions tracers evacuate, shipping their roots, fixing the
  * references to what they moved (the CPU-server stop-the-world collection,
- * CSSC), and full marking by the tracers. The state is the collecting
+ * CSSC); full marking by the tracers is fullmark.c's. The state is the collecting
  * thread's, read and written with the world stopped.
  *
  * Three fields the collector reads at every pause stay in rh_heap for now
@@ -52,10 +52,9 @@ bool rh_cssc_full_by_tracers(const rh_heap *h, rh_gc_kind kind);
 /* A slot outside the heap (a root) holds a reference into a candidate:
  * fixed once its target has moved. */
 void rh_cssc_note(rh_heap *h, void **slot);
-/* A full collection by the tracers: they mark the whole heap together and
- * turn dead objects into fillers; empty regions are freed. Returns the live
- * bytes. Nothing moves and no page is pulled in. */
-uint64_t rh_cssc_full(rh_heap *h);
+/* Every tracer's region table (and, with roots, the roots for its next
+ * markings), as at the end of every pause. */
+void rh_cssc_publish(rh_heap *h, bool roots);
 /* Region `region` is no longer a candidate (the local collector keeps it). */
 void rh_cssc_drop(rh_heap *h, uint32_t region);
 

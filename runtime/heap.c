@@ -260,6 +260,7 @@ rh_heap *rh_heap_open(const rh_config *cfg_in, rh_error *err)
 		rh_heap_close(h);
 		return NULL;
 	}
+	rh_fullmark_init(h);
 	if (rh_preclean_init(h) != RH_OK) {
 		rh_err_set(err, RH_ENOMEM, "heap: cannot start the cleaner");
 		rh_heap_close(h);

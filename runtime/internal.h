@@ -33,6 +33,7 @@
 #include "runtime/pretouch.h"
 #include "runtime/scratch.h"
 #include "runtime/cssc.h"
+#include "runtime/fullmark.h"
 #include "runtime/refresh.h"
 #include "runtime/gcwork.h"
 #include "runtime/livestats.h"
@@ -196,6 +197,7 @@ struct rh_heap {
 	bool offload_active; /* this pause has tracer candidates */
 	uint8_t *offload;    /* per region: RH_OFF_* */
 	rh_cssc cssc;        /* the rest of its state (cssc.h) */
+	rh_fullmark fm;      /* the tracers' full marking (fullmark.h) */
 	rh_refresh refresh;  /* target queues rebuilt from their cards (refresh.h) */
 	rh_preclean pc;      /* cleaning ahead of the tracers' full marking (preclean.h) */
 	rh_pretouch pt;      /* readying free regions between pauses (pretouch.h) */

@@ -311,10 +311,13 @@ void rh_refresh_pause(rh_heap *h)
 	if (h->refresh.t0 && end < stop)
 		stop = end;
 	uint64_t held = h->refresh.targets_held, dropped = h->refresh.targets_dropped;
-	uint8_t *buf = malloc((size_t)CHUNK * RH_PAGE_SIZE);
-	uint8_t *img = malloc(h->region_size);
-	if (!buf || !img)
-		rh_panic("collector: out of memory for a refresh");
+	if (!h->refresh.buf) {
+		h->refresh.buf = malloc((size_t)CHUNK * RH_PAGE_SIZE);
+		h->refresh.img = malloc(h->region_size);
+		if (!h->refresh.buf || !h->refresh.img)
+			rh_panic("collector: out of memory for a refresh");
+	}
+	uint8_t *buf = h->refresh.buf, *img = h->refresh.img;
 	/* The frames' and globals' references, conservative words among them:
 	 * an object a word points at stays where it is, and its region's count
 	 * must include it. */
@@ -353,8 +356,6 @@ void rh_refresh_pause(rh_heap *h)
 	h->refresh.hand = i;
 	learn(h, held, dropped);
 	rh_rootvals_free(&rv);
-	free(img);
-	free(buf);
 	h->refresh.ns += rh_now_ns() - t0;
 }
 
@@ -370,5 +371,8 @@ void rh_refresh_pause_begin(rh_heap *h, uint64_t t_start)
 void rh_refresh_fini(rh_heap *h)
 {
 	free(h->refresh.last);
+	free(h->refresh.buf);
+	free(h->refresh.img);
 	h->refresh.last = NULL;
+	h->refresh.buf = h->refresh.img = NULL;
 }

@@ -22,8 +22,12 @@ typedef struct rh_refresh {
 	uint32_t hand;  /* the region the next pause's rebuilds start from (rset.T4) */
 	uint32_t pause; /* pauses begun */
 	uint32_t *last; /* per region: the pause that last rebuilt it, + 1 */
-	uint64_t t0;    /* when the world stopped for this pause (rset.T7) */
-	double yield;   /* of the bits rebuilt queues held, the fraction dropped, averaged
+	/* Kept from one pause to the next: allocated afresh (both above
+	 * malloc's mmap threshold), each page was a fault in the pause. */
+	uint8_t *buf; /* CHUNK pages of a queue's cards */
+	uint8_t *img; /* one region's image */
+	uint64_t t0;  /* when the world stopped for this pause (rset.T7) */
+	double yield; /* of the bits rebuilt queues held, the fraction dropped, averaged
 	                 * (rset.T6) */
 	/* Totals, for the debug log at close. */
 	uint64_t regions, regions_marked, pages_read, cards_dropped, targets_held, targets_dropped,

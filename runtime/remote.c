@@ -825,7 +825,7 @@ int rh_remote_fix_wait(rh_remote *r, size_t host, rh_remote_fix **out, rh_error 
 	return rc;
 }
 
-int rh_remote_full_begin(rh_remote *r, uint64_t id, rh_error *err)
+int rh_remote_full_begin(rh_remote *r, uint64_t id, bool conc, rh_error *err)
 {
 	pthread_mutex_lock(&r->lock);
 	rh_remote_full *f = &r->full;
@@ -840,7 +840,7 @@ int rh_remote_full_begin(rh_remote *r, uint64_t id, rh_error *err)
 	pthread_mutex_unlock(&r->lock);
 	for (size_t i = 0; i < r->n_hosts; i++) {
 		rh_msg m = {.type = RH_MSG_FULL};
-		m.u.full = (rh_msg_full){id, RH_FULL_BEGIN};
+		m.u.full = (rh_msg_full){id, conc ? RH_FULL_BEGIN_CONC : RH_FULL_BEGIN};
 		int rc = send_to(r, i, &m, err);
 		if (rc != RH_OK)
 			return rc;
@@ -883,6 +883,16 @@ static int wait_full(rh_remote *r, bool end, rh_error *err)
 	}
 	pthread_mutex_unlock(&r->lock);
 	return rc;
+}
+
+bool rh_remote_full_quiet(rh_remote *r)
+{
+	bool all = true;
+	pthread_mutex_lock(&r->lock);
+	for (size_t i = 0; i < r->n_hosts; i++)
+		all &= r->full.outstanding[i] == 0;
+	pthread_mutex_unlock(&r->lock);
+	return all;
 }
 
 int rh_remote_full_wait(rh_remote *r, rh_error *err)

@@ -84,7 +84,10 @@ typedef struct rh_remote_full {
 	size_t n_pairs, cap_pairs;
 	uint64_t bytes_marked, mark_ns, relayed;
 } rh_remote_full;
-int rh_remote_full_begin(rh_remote *r, uint64_t id, rh_error *err);
+/* conc: the mutators run while the tracers mark (FULL BEGIN_CONCURRENT). */
+int rh_remote_full_begin(rh_remote *r, uint64_t id, bool conc, rh_error *err);
+/* No batch is outstanding: a marking that gets no more roots is done. */
+bool rh_remote_full_quiet(rh_remote *r);
 int rh_remote_full_roots(rh_remote *r, size_t host, const uint64_t *addrs, size_t n, rh_error *err);
 /* Wait until no batch is outstanding anywhere (marking terminated). */
 int rh_remote_full_wait(rh_remote *r, rh_error *err);

@@ -109,6 +109,15 @@ bool rh_sizing_full_near(const rh_heap *h)
 	       (grown > (double)old_bound(h) && (n_free < low || growth_at_floor(h)));
 }
 
+/* sizing.F3: the tracers' concurrent full marking begins where the room
+ * would run out before it ends, judged from the free regions lost per
+ * partial pause. */
+bool rh_sizing_short_within(const rh_heap *h, double k)
+{
+	double step = h->sz.free_step > 0 ? h->sz.free_step : 0;
+	return (double)h->n_free - k * step < (double)h->n_regions * h->cfg.full_threshold;
+}
+
 /* The growth sizing.F2 projects: measured from the end of one pause to the
  * end of the next partial one. */
 static void track_growth(rh_gc *g)

@@ -78,6 +78,9 @@ bool rh_sizing_mark_due(const rh_heap *h);
 /* Whether the tracers' full marking is expected within RH_SZ_NEAR_PAUSES
  * partial pauses at the growth of the last ones (sizing.F2). */
 bool rh_sizing_full_near(const rh_heap *h);
+/* Whether the free regions fall below gc.full_threshold within k partial
+ * pauses at the averaged loss per pause (sizing.F3). */
+bool rh_sizing_short_within(const rh_heap *h, double k);
 /* Predicted pause time an old region adds to a partial collection. */
 double rh_sizing_old_cost(const rh_heap *h, uint64_t live_bytes, uint64_t cards);
 

@@ -444,7 +444,8 @@ static int check(rh_msg *m, rh_error *err)
 			return BAD("MARK_ACK: acknowledges 0 batches");
 		return RH_OK;
 	case RH_MSG_FULL:
-		if (m->u.full.phase != RH_FULL_BEGIN && m->u.full.phase != RH_FULL_END)
+		if (m->u.full.phase != RH_FULL_BEGIN && m->u.full.phase != RH_FULL_END &&
+		    m->u.full.phase != RH_FULL_BEGIN_CONC)
 			return BAD("FULL: unknown phase %u", m->u.full.phase);
 		return RH_OK;
 	case RH_MSG_FULL_DONE:

@@ -183,9 +183,10 @@ typedef struct rh_msg_mark_ack {
 
 #define RH_FULL_BEGIN 0u
 #define RH_FULL_END 1u
+#define RH_FULL_BEGIN_CONC 2u /* begin, with the mutators running */
 typedef struct rh_msg_full {
 	uint64_t id;
-	uint32_t phase; /* RH_FULL_BEGIN or RH_FULL_END */
+	uint32_t phase; /* RH_FULL_BEGIN, RH_FULL_END or RH_FULL_BEGIN_CONC */
 } rh_msg_full;
 
 #define RH_FULL_DONE_FIRST 1u

@@ -161,8 +161,12 @@ RH_API int rh_collect(rh_mutator *m, int full);
  * become a full one, the heap being short of free regions, no cycle runs:
  * the full collection did its work.) Dead old regions are freed at the
  * finish; partly dead ones are evacuated by the partial collections that
- * follow (docs/collector.md, "Concurrent marking"). RH_EINVAL when
- * concurrent marking is off (gc.concurrent_mark false, disaggregated heap). */
+ * follow (docs/collector.md, "Concurrent marking"). On a disaggregated heap
+ * with offloading on, the cycle is the tracers' full marking, begun at the
+ * end of the partial collection and ended by the first pause that finds it
+ * done (docs/distributed-gc.md, "Concurrent full marking"). RH_EINVAL when
+ * concurrent marking is off (gc.concurrent_mark false, or offloading off on
+ * a disaggregated heap). */
 RH_API int rh_collect_concurrent(rh_mutator *m, int wait);
 
 /* ------------------------------------------------------------------ roots */
@@ -274,7 +278,7 @@ typedef struct rh_stats {
 	uint64_t remote_refs_fixed;        /* external references to moved objects fixed */
 	uint64_t full_collections_remote;  /* full collections marked by the tracers */
 	/* Concurrent marking (local heaps). */
-	uint64_t concurrent_cycles;  /* cycles finished */
+	uint64_t concurrent_cycles;  /* cycles finished (the tracers' too) */
 	uint64_t concurrent_aborts;  /* cycles dropped for a full collection */
 	uint64_t concurrent_mark_ns; /* marker thread time: finished cycles, mark clearing */
 	/* Parallel copying (gc.copy_threads). */

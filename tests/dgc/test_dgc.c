@@ -92,6 +92,8 @@ typedef struct run_opts {
 	int stop_on_loss;       /* _exit(EXIT_LOSS) at the first bad node */
 	uint64_t live_mib;      /* the forest's size */
 	uint64_t collect_every; /* forced partial collection every N steps per thread */
+	int full_every;         /* thread 0: every Nth of its forced collections begins a
+	                         * concurrent full marking instead (fullconc.T1-T6) */
 } run_opts;
 
 static const char *tracerd, *provider;
@@ -542,7 +544,13 @@ static void *mutate_main(void *arg)
 		w->steps++;
 		rh_safepoint(w->m);
 		if (w->steps % opts.collect_every == 0) {
-			rh_collect(w->m, 0);
+			/* The tracers then mark the whole forest while the four
+			 * threads move its edges (the snapshot barrier's case). */
+			if (w->t == 0 && opts.full_every &&
+			    (w->steps / opts.collect_every) % (uint64_t)opts.full_every == 1)
+				rh_collect_concurrent(w->m, 0);
+			else
+				rh_collect(w->m, 0);
 			if (opts.cap_s > 0 && dgc_now_s() - t_mutate0 > opts.cap_s)
 				atomic_store(&stop_flag, 1);
 		}
@@ -812,6 +820,13 @@ static void torture(cluster *c, int offload)
 		      (unsigned long long)s.remote_refs_fixed);
 		CHECK(rb >= (long)s.csscs, "every CSSC has a REMOTE phase (%ld for %llu)", rb,
 		      (unsigned long long)s.csscs);
+		if (opts.full_every) {
+			uint64_t cycles = s.concurrent_cycles - s0.concurrent_cycles;
+			printf("# %llu concurrent full markings by the tracers\n",
+			       (unsigned long long)cycles);
+			CHECK(cycles > 0, "the tracers marked the heap concurrently (%llu times)",
+			      (unsigned long long)cycles);
+		}
 	} else {
 		CHECK(s.regions_marked_remote == 0 && s.regions_evacuated_remote == 0 &&
 		              s.bytes_copied_remote == 0,
@@ -1428,6 +1443,7 @@ int main(int argc, char **argv)
 		 * side while the collector thread keeps the protocol. */
 		if (!strcmp(mode, "torture-threads"))
 			tracer_threads = 3;
+		opts.full_every = offload ? 4 : 0;
 		if (start(&c, 0.10, 10000, offload, 1, 1) < 0)
 			return 2;
 		torture(&c, offload);

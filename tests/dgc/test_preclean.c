@@ -3,7 +3,9 @@
  *
  * A program grows a long-lived list on a 128 MiB heap at 50 % cache, 2 MiB
  * at a time with a collection after each, until the tracers' full marking
- * runs (the room falls, sizing.F1).
+ * runs (the room falls, sizing.F1): its first pause, which with
+ * gc.concurrent_mark (the default) begins the concurrent marking and
+ * writes back what the snapshot needs (fullconc.T1).
  *
  * 1. A pass starts before that marking (sizing.F2 saw it coming). Once one
  *    has started, the program waits for it to end before it goes on, so
@@ -78,6 +80,7 @@ static void run(void)
 
 	rh_stats s0, s;
 	rh_stats_get(heap, &s0);
+	uint64_t cycles0 = heap->fm.cycles;
 	uint64_t n = 0, rw_lo = 0, rw_hi = 0, before_full = 0, passes_before = 0;
 	bool waited = false, full = false;
 	while (!full && n < (uint64_t)MAX_MIB * PER_MIB) {
@@ -91,13 +94,17 @@ static void run(void)
 		}
 		n += (uint64_t)STEP_MIB * PER_MIB;
 		rh_stats_get(heap, &s);
-		if (s.full_collections_remote == s0.full_collections_remote) {
+		/* The marking's first pause: a concurrent one's start, or the
+		 * stopped-the-world one (fullconc.T1). */
+		if (s.full_collections_remote == s0.full_collections_remote &&
+		    heap->fm.cycles == cycles0) {
 			pages = atomic_load(&heap->pc.pages);
 			passes = atomic_load(&heap->pc.passes);
 			rh_collect(m, 0); /* promoted: it all survives */
 			rh_stats_get(heap, &s);
 		}
-		full = s.full_collections_remote > s0.full_collections_remote;
+		full = s.full_collections_remote > s0.full_collections_remote ||
+		       heap->fm.cycles > cycles0;
 		if (full) {
 			/* What the cleaner had done when the marking's pause
 			 * stopped it (it runs only between pauses). */

@@ -138,7 +138,7 @@ static void set_state(rh_remote *r, uint8_t flags)
 		rh_remote_fix_cards(r, 1, 12, moved, 1, cards, 9000, NULL, 0, &e);
 	}
 	if (flags & 4) {
-		rh_remote_full_begin(r, 13, &e);
+		rh_remote_full_begin(r, 13, false, &e);
 		r->full.outstanding[0] = 3;
 	}
 }

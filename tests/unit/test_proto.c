@@ -715,7 +715,10 @@ static void full(void)
 	static const struct {
 		uint64_t id;
 		uint32_t phase;
-	} ok[] = {{0, RH_FULL_BEGIN}, {~0ull, RH_FULL_END}, {0x8000000000000001ull, RH_FULL_BEGIN}};
+	} ok[] = {{0, RH_FULL_BEGIN},
+	          {~0ull, RH_FULL_END},
+	          {0x8000000000000001ull, RH_FULL_BEGIN},
+	          {7, RH_FULL_BEGIN_CONC}};
 	rh_msg m = {.type = RH_MSG_FULL, .seq = 18}, r;
 	size_t len = 0;
 	for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
@@ -734,7 +737,7 @@ static void full(void)
 	}
 	wrong_lengths(buf, len, 16, 1);
 
-	static const uint32_t bad_phase[] = {2, 3, 0x80000000u, 0xffffffffu};
+	static const uint32_t bad_phase[] = {3, 4, 0x80000000u, 0xffffffffu};
 	for (size_t i = 0; i < sizeof bad_phase / sizeof bad_phase[0]; i++) {
 		m.u.full = (rh_msg_full){.id = 1, .phase = bad_phase[i]};
 		len = enc(&m);
