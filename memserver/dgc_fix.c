@@ -126,8 +126,9 @@ static int reply(rh_dgc *d, fixer *f, uint64_t id)
 	do {
 		size_t n = f->n - k < RH_CARDS_FIXED_MAX ? f->n - k : RH_CARDS_FIXED_MAX;
 		rh_msg m = {.type = RH_MSG_CARDS_FIXED};
+		/* An empty reply has no entries at all (NULL + 0 is undefined). */
 		m.u.cards_fixed = (rh_msg_cards_fixed){id, k + n == f->n ? RH_CARDS_FIXED_LAST : 0,
-		                                       (uint32_t)n, f->ents + k};
+		                                       (uint32_t)n, f->ents ? f->ents + k : NULL};
 		if (rh_dgc_send(d, &m) < 0)
 			return -1;
 		k += n;
