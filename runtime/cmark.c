@@ -461,18 +461,7 @@ static void snapshot(rh_heap *h)
 		rh_stack_scan(m, cm_conservative, cm_precise, h);
 	for (size_t i = 0; i < h->n_globals; i++)
 		grey(h, (uintptr_t)*h->globals[i]);
-	for (uint32_t i = 0; i < h->n_regions; i++) {
-		rh_region *r = &h->regions[i];
-		if (r->kind != RH_REGION_EDEN)
-			continue;
-		for (uintptr_t p = r->start; p < r->top;) {
-			uint64_t hd = rh_hdr((void *)p);
-			if (rh_object_slots_inline(&h->types, (void *)p, cm_precise, h, 0) < 0)
-				rh_panic("concurrent marking: corrupt header %#llx at %p",
-				         (unsigned long long)hd, (void *)p);
-			p += rh_hdr_bytes(hd);
-		}
-	}
+	rh_region_young_slots(h, cm_precise, h, "concurrent marking");
 	set_satb(h, 1);
 	set_phase(c, RH_CM_MARK);
 	rh_log(RH_LOG_DEBUG, "gc",

@@ -96,18 +96,8 @@ static void full_gather_roots(rh_heap *h, full_roots *fr, size_t n_hosts, bool c
 		rh_stack_scan(m, full_conservative, full_precise, fr);
 	for (size_t i = 0; i < h->n_globals; i++)
 		full_precise(fr, h->globals[i]);
-	for (uint32_t i = 0; conc && i < h->n_regions; i++) {
-		rh_region *r = &h->regions[i];
-		if (r->kind != RH_REGION_EDEN)
-			continue;
-		for (uintptr_t p = r->start; p < r->top;) {
-			uint64_t hd = rh_hdr((void *)p);
-			if (rh_object_slots_inline(&h->types, (void *)p, full_precise, fr, 0) < 0)
-				rh_panic("full marking: corrupt header %#llx at %p",
-				         (unsigned long long)hd, (void *)p);
-			p += rh_hdr_bytes(hd);
-		}
-	}
+	if (conc)
+		rh_region_young_slots(h, full_precise, fr, "full marking");
 }
 
 static void send_roots(rh_heap *h, full_roots *fr, size_t n_hosts)

@@ -280,6 +280,11 @@ static inline int rh_cmp_addr(const void *a, const void *b)
 }
 /* Build the object-start bitmap for a region by walking it. */
 void rh_region_build_starts(rh_heap *h, rh_region *r);
+/* fn(ctx, slot) for every reference field of every object in the young
+ * (eden-kind) regions: the snapshot of a concurrent marking, local
+ * (cmark.C4) or the tracers' (fullconc.T1), takes them all as roots. `who`
+ * names the marking in the panic a corrupt header causes. */
+void rh_region_young_slots(rh_heap *h, rh_slot_fn fn, void *ctx, const char *who);
 /* The object containing address a in region r (starts must be valid), or 0. */
 uintptr_t rh_region_object_at(rh_heap *h, rh_region *r, uintptr_t a);
 

@@ -381,6 +381,22 @@ void rh_region_release(rh_heap *h, rh_region *r)
 		release_one(h, &h->regions[r->index + j], warm);
 }
 
+void rh_region_young_slots(rh_heap *h, rh_slot_fn fn, void *ctx, const char *who)
+{
+	for (uint32_t i = 0; i < h->n_regions; i++) {
+		rh_region *r = &h->regions[i];
+		if (r->kind != RH_REGION_EDEN)
+			continue;
+		for (uintptr_t p = r->start; p < r->top;) {
+			uint64_t hd = rh_hdr((void *)p);
+			if (rh_object_slots(&h->types, (void *)p, fn, ctx) < 0)
+				rh_panic("%s: corrupt header %#llx at %p", who,
+				         (unsigned long long)hd, (void *)p);
+			p += rh_hdr_bytes(hd);
+		}
+	}
+}
+
 void rh_region_build_starts(rh_heap *h, rh_region *r)
 {
 	size_t lo = (r->start - h->base) >> 3;
