@@ -27,11 +27,6 @@
 #define PART_COST 16
 #define SCRUB_OBJECTS 4096 /* headers walked between two looks */
 
-static inline bool below_tams(const rh_heap *h, uintptr_t v)
-{
-	return rh_is_ref(h, v) && v < h->cm.tams[rh_region_index(h, v)];
-}
-
 static __attribute__((noinline)) void grow_stack(rh_cmark *c)
 {
 	c->stack = rh_grow(c->stack, &c->cap_stack, c->n_stack + 1, sizeof *c->stack, 4096,
@@ -43,7 +38,7 @@ static __attribute__((noinline)) void grow_stack(rh_cmark *c)
 static inline void grey(rh_heap *h, uintptr_t v)
 {
 	rh_cmark *c = &h->cm;
-	if (!below_tams(h, v))
+	if (!rh_below_tams(h, v))
 		return;
 	size_t bit = (v - h->base) >> 3;
 	if (rh_bit_get(c->bits, bit))
@@ -286,25 +281,21 @@ int rh_cmark_init(rh_heap *h)
 	if (!h->cfg.concurrent_mark)
 		return RH_OK;
 	c->tams = calloc(h->n_regions, sizeof *c->tams);
-	if (h->cfg.n_servers > 0) {
-		/* The tracers' concurrent full marking (fullmark.c) uses the
-		 * TAMS and the barrier's buffers, not the marker thread. */
-		if (!c->tams)
-			return RH_ENOMEM;
-		for (uint32_t i = 0; i < h->n_regions; i++)
-			c->tams[i] = h->regions[i].start;
+	if (!c->tams)
+		return RH_ENOMEM;
+	rh_tams_reset(h);
+	/* The tracers' concurrent full marking (fullmark.c) uses the TAMS and
+	 * the barrier's buffers, not the marker thread. */
+	if (h->cfg.n_servers > 0)
 		return RH_OK;
-	}
 	c->live = calloc(h->n_regions, sizeof *c->live);
 	c->dirty = calloc(h->n_regions, sizeof *c->dirty);
 	c->clear_next = h->n_regions;
 	void *bits = mmap(NULL, h->size / 64, PROT_READ | PROT_WRITE,
 	                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	c->bits = bits == MAP_FAILED ? NULL : bits;
-	if (!c->tams || !c->live || !c->dirty || !c->bits)
+	if (!c->live || !c->dirty || !c->bits)
 		return RH_ENOMEM;
-	for (uint32_t i = 0; i < h->n_regions; i++)
-		c->tams[i] = h->regions[i].start;
 	if (pthread_create(&c->thread, NULL, marker_main, h) != 0)
 		return RH_EIO;
 	c->on = true;
@@ -368,7 +359,7 @@ void rh_satb_log(rh_mutator *m, void **slot)
 	rh_heap *h = m->heap;
 	/* cmark.C4, cmark.C5: the old value is logged before the store. */
 	uintptr_t old = __atomic_load_n((uintptr_t *)slot, __ATOMIC_RELAXED);
-	if (!below_tams(h, old))
+	if (!rh_below_tams(h, old))
 		return;
 	if (!m->satb) {
 		m->satb = malloc(sizeof *m->satb);
@@ -381,19 +372,18 @@ void rh_satb_log(rh_mutator *m, void **slot)
 		rh_satb_flush(m);
 }
 
-static void set_satb(rh_heap *h, uint32_t on);
-
-void rh_satb_set(rh_heap *h, bool on)
-{
-	set_satb(h, on);
-}
-
 rh_satb *rh_satb_take(rh_heap *h)
 {
 	return grab_full(&h->cm);
 }
 
-static void set_satb(rh_heap *h, uint32_t on)
+void rh_tams_reset(rh_heap *h)
+{
+	for (uint32_t i = 0; i < h->n_regions; i++)
+		h->cm.tams[i] = h->regions[i].start;
+}
+
+void rh_satb_set(rh_heap *h, bool on)
 {
 	pthread_mutex_lock(&h->lock);
 	h->satb_on = on;
@@ -412,7 +402,7 @@ static void cm_precise(void *ctx, void **slot)
 static void cm_conservative(void *ctx, uintptr_t w)
 {
 	rh_heap *h = ctx;
-	if (!below_tams(h, w))
+	if (!rh_below_tams(h, w))
 		return;
 	rh_region *r = rh_region_head(h, rh_region_of(h, w));
 	if (!r->starts_valid)
@@ -440,12 +430,7 @@ static void snapshot(rh_heap *h)
 		rh_region *r = &h->regions[i];
 		c->live[i] = 0;
 		/* cmark.C3: what is allocated later lies at or above TAMS. */
-		if (r->kind == RH_REGION_OLD && r->top > r->start)
-			c->tams[i] = r->top;
-		else if (r->kind == RH_REGION_HUMONGOUS)
-			c->tams[i] = r->start + 8; /* the object's start only */
-		else
-			c->tams[i] = r->start;
+		c->tams[i] = rh_snapshot_tams(r);
 		/* cmark.C8: what the marker has not cleared yet, the pause does. */
 		if (c->tams[i] > r->start) {
 			if (c->dirty[i]) {
@@ -462,7 +447,7 @@ static void snapshot(rh_heap *h)
 	for (size_t i = 0; i < h->n_globals; i++)
 		grey(h, (uintptr_t)*h->globals[i]);
 	rh_region_young_slots(h, cm_precise, h, "concurrent marking");
-	set_satb(h, 1);
+	rh_satb_set(h, true);
 	set_phase(c, RH_CM_MARK);
 	rh_log(RH_LOG_DEBUG, "gc",
 	       "concurrent cycle %llu: snapshot in %.2f ms, %zu roots into old regions, %u "
@@ -476,7 +461,7 @@ static void snapshot(rh_heap *h)
 static void remark(rh_heap *h)
 {
 	rh_cmark *c = &h->cm;
-	set_satb(h, 0);
+	rh_satb_set(h, false);
 	for (rh_mutator *m = h->mutators; m; m = m->next)
 		rh_satb_flush(m);
 	/* cmark.C4: every logged value is greyed and traced. */
@@ -629,15 +614,14 @@ void rh_cmark_abort(rh_heap *h)
 		hold(c);
 		c->held = true;
 	}
-	set_satb(h, 0);
+	rh_satb_set(h, false);
 	for (rh_mutator *m = h->mutators; m; m = m->next)
 		rh_satb_flush(m);
 	free_satb(grab_full(c));
 	c->n_stack = 0;
 	c->n_parts = 0;
 	/* cmark.C2: a full collection may move old regions, so TAMS resets. */
-	for (uint32_t i = 0; i < h->n_regions; i++)
-		c->tams[i] = h->regions[i].start;
+	rh_tams_reset(h);
 	set_phase(c, RH_CM_IDLE);
 	start_clearing(h);
 	pthread_mutex_lock(&h->stats_lock);

@@ -66,6 +66,8 @@ typedef struct rh_cmark {
  * mutator (world stopped), and the filled buffers, taken. */
 void rh_satb_set(struct rh_heap *h, bool on);
 rh_satb *rh_satb_take(struct rh_heap *h);
+/* Every region's TAMS back to its start: no snapshot. */
+void rh_tams_reset(struct rh_heap *h);
 
 /* Heap open and close. */
 int rh_cmark_init(struct rh_heap *h);

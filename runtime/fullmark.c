@@ -47,17 +47,12 @@ static bool in_use(const rh_region *r)
 	       r->kind == RH_REGION_HUMONGOUS || r->kind == RH_REGION_HUMONGOUS_CONT;
 }
 
-/* fullconc.T1: the snapshot is what lies below each region's TAMS. */
-static bool below_tams(const rh_heap *h, uintptr_t v)
-{
-	return rh_is_ref(h, v) && v < h->cm.tams[rh_region_index(h, v)];
-}
-
 static void full_precise(void *ctx, void **slot)
 {
 	full_roots *fr = ctx;
 	uintptr_t v = (uintptr_t)*slot;
-	if (fr->conc ? below_tams(fr->h, v) : rh_is_ref(fr->h, v) && in_use(rh_region_of(fr->h, v)))
+	if (fr->conc ? rh_below_tams(fr->h, v)
+	             : rh_is_ref(fr->h, v) && in_use(rh_region_of(fr->h, v)))
 		add_root(fr, v);
 }
 
@@ -65,7 +60,7 @@ static void full_conservative(void *ctx, uintptr_t w)
 {
 	full_roots *fr = ctx;
 	rh_heap *h = fr->h;
-	if (fr->conc ? !below_tams(h, w) : !rh_in_heap(h, w) || !in_use(rh_region_of(h, w)))
+	if (fr->conc ? !rh_below_tams(h, w) : !rh_in_heap(h, w) || !in_use(rh_region_of(h, w)))
 		return;
 	rh_region *r = rh_region_head(h, rh_region_of(h, w));
 	if (r->kind != RH_REGION_HUMONGOUS && !r->starts_valid)
@@ -268,7 +263,7 @@ static uint64_t relay_logged(rh_heap *h)
 	for (rh_satb *b = rh_satb_take(h), *next; b; b = next) {
 		next = b->next;
 		for (uint32_t i = 0; i < b->n && !h->fm.drop_logged; i++)
-			if (below_tams(h, b->e[i])) {
+			if (rh_below_tams(h, b->e[i])) {
 				add_root(&fr, b->e[i]);
 				n++;
 			}
@@ -306,12 +301,8 @@ void rh_fullmark_maybe_start(rh_heap *h, bool due)
 	rh_remote_hosts(h->remote, &n_hosts);
 	/* fullconc.T1: what is allocated from here on lies at or above TAMS
 	 * (eden is empty: this is a partial pause's end). */
-	for (uint32_t i = 0; i < h->n_regions; i++) {
-		rh_region *r = &h->regions[i];
-		h->cm.tams[i] = r->kind == RH_REGION_OLD         ? r->top
-		                : r->kind == RH_REGION_HUMONGOUS ? r->start + 8
-		                                                 : r->start;
-	}
+	for (uint32_t i = 0; i < h->n_regions; i++)
+		h->cm.tams[i] = rh_snapshot_tams(&h->regions[i]);
 	rh_cssc_publish(h, false);
 	full_roots fr;
 	full_gather_roots(h, &fr, n_hosts, true);
@@ -349,8 +340,7 @@ static void end_marking(rh_heap *h)
 	relay_logged(h);
 	if (rh_remote_full_wait(h->remote, &e) != RH_OK)
 		rh_heap_fail(h, &e);
-	for (uint32_t i = 0; i < h->n_regions; i++)
-		h->cm.tams[i] = h->regions[i].start;
+	rh_tams_reset(h);
 	h->fm.last_pauses = h->fm.pauses;
 	h->fm.active = false;
 }

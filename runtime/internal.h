@@ -228,6 +228,20 @@ static inline bool rh_is_ref(const rh_heap *h, uintptr_t v)
 {
 	return (v & 7) == 0 && v - h->base < h->size;
 }
+/* A concurrent marking's snapshot, local (cmark.C3) or the tracers'
+ * (fullconc.T1): what lies below each region's TAMS. */
+static inline bool rh_below_tams(const rh_heap *h, uintptr_t v)
+{
+	return rh_is_ref(h, v) && v < h->cm.tams[rh_region_index(h, v)];
+}
+/* Region r's TAMS when a snapshot is taken: an old region's top, a
+ * humongous region's object start only, and nothing of any other. */
+static inline uintptr_t rh_snapshot_tams(const rh_region *r)
+{
+	if (r->kind == RH_REGION_OLD)
+		return r->top;
+	return r->kind == RH_REGION_HUMONGOUS ? r->start + 8 : r->start;
+}
 /* Take a free region, a warm one first (alloc_lock held, or the world
  * stopped); -1 if none. Not zeroed: [start, dirty_end) may hold old bytes.
  * A copy destination is never read past its top; eden zeroes each chunk

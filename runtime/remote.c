@@ -865,15 +865,22 @@ int rh_remote_full_roots(rh_remote *r, size_t host, const uint64_t *addrs, size_
 	return RH_OK;
 }
 
+/* Under lock: every tracer's FULL_DONE arrived (end), or no batch is
+ * outstanding anywhere. */
+static bool full_settled(const rh_remote *r, bool end)
+{
+	bool all = true;
+	for (size_t i = 0; i < r->n_hosts; i++)
+		all &= end ? r->full.done[i] : r->full.outstanding[i] == 0;
+	return all;
+}
+
 static int wait_full(rh_remote *r, bool end, rh_error *err)
 {
 	int rc = RH_OK;
 	pthread_mutex_lock(&r->lock);
 	for (;;) {
-		bool all = true;
-		for (size_t i = 0; i < r->n_hosts; i++)
-			all &= end ? r->full.done[i] : r->full.outstanding[i] == 0;
-		if (all)
+		if (full_settled(r, end))
 			break;
 		if (atomic_load(&r->lost)) {
 			rc = lost_err(r, err, "during a full marking");
@@ -887,10 +894,8 @@ static int wait_full(rh_remote *r, bool end, rh_error *err)
 
 bool rh_remote_full_quiet(rh_remote *r)
 {
-	bool all = true;
 	pthread_mutex_lock(&r->lock);
-	for (size_t i = 0; i < r->n_hosts; i++)
-		all &= r->full.outstanding[i] == 0;
+	bool all = full_settled(r, false);
 	pthread_mutex_unlock(&r->lock);
 	return all;
 }
