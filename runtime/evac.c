@@ -21,6 +21,7 @@
  * address or to a pin (kept in place); the loser of a race undoes its copy.
  * Cross-region references are filed after the workers finish.
  */
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,6 +48,8 @@ typedef struct __attribute__((aligned(128))) rh_gcw {
 	uint32_t *surv; /* per age: survivor destination, this pause */
 	uint32_t own_surv[RH_TENURE];
 	uintptr_t (*rem)[2]; /* (slot, target) to file after the pass (offload on) */
+	uintptr_t *copies;   /* evac.P8, roots shared: copies whose fields wait */
+	size_t n_copies, cap_copies;
 	size_t n_rem, cap_rem;
 	/* evac.P6, rset.D1 (offload off): the references to re-record, in
 	 * barrier buffers of the worker's own; `bq` the one being filled. */
@@ -676,8 +679,15 @@ static bool drain(rh_gcw *w)
 struct pass {
 	rh_gc *g;
 	rh_pool pool;
+	/* evac.P8 on several workers: the root slots, dealt out in chunks
+	 * from `next_root` (atomic); `chunks_done` (atomic) counts the
+	 * chunks resolved, of `n_chunks`. */
+	void ***roots;
+	size_t n_roots, next_root, n_chunks, chunks_done;
 	rh_gcw w[RH_COPY_THREADS_MAX];
 };
+
+static void roots_shared(struct pass *ps, rh_gcw *w);
 
 #define TAKE_MAX 256
 static void work(void *arg, unsigned id)
@@ -685,6 +695,7 @@ static void work(void *arg, unsigned id)
 	struct pass *ps = arg;
 	rh_gcw *w = &ps->w[id];
 	void **got[TAKE_MAX];
+	roots_shared(ps, w);
 	for (;;) {
 		drain(w);
 		/* evac.P7: returns 0 once every worker waits on an empty pool. */
@@ -766,6 +777,54 @@ static void roots_first(rh_gcw *w)
 	rh_scratch_put(sc, RH_SCR_ROOT_COPIES, copies, cap, sizeof *copies);
 }
 
+/* evac.P8 on several workers. Root slots are dealt out in chunks of
+ * ROOT_CHUNK; a worker copies each slot's target without listing its
+ * fields and keeps the copy on its own list. Once every chunk is resolved
+ * (all workers wait for that), each lists its copies' fields, the first
+ * copy's on top, and drains as usual. Waiting matters: a worker that
+ * drained its chunk's children at once copied, deep along young chains
+ * (lru's recency list), the targets of roots in chunks not yet resolved,
+ * among those children; lru at 25 % cache took 25 % more faults. The
+ * wait is one chunk's resolving at most. */
+#define ROOT_CHUNK 2048
+static void roots_shared(struct pass *ps, rh_gcw *w)
+{
+	if (!ps->n_roots)
+		return;
+	for (;;) {
+		/* evac.P4: each root slot is in one chunk, each chunk taken
+		 * by one worker. */
+		size_t a = __atomic_fetch_add(&ps->next_root, ROOT_CHUNK, __ATOMIC_RELAXED);
+		if (a >= ps->n_roots)
+			break;
+		size_t n = ps->n_roots - a < ROOT_CHUNK ? ps->n_roots - a : ROOT_CHUNK;
+		void ***s = ps->roots + a;
+		for (size_t i = 0; i < n; i++) {
+			if (i + AHEAD_TARGET < n)
+				prefetch_target(w, s[i + AHEAD_TARGET]);
+			bool copied = false;
+			uintptr_t v = resolve(w, s[i], &copied);
+			if (!copied)
+				continue;
+			uintptr_t *grown = rh_grow_try(w->copies, &w->cap_copies, w->n_copies + 1,
+			                               sizeof *w->copies, 1024);
+			if (!grown) {
+				scan(w, v); /* no room to wait: plain DFS order */
+				continue;
+			}
+			w->copies = grown;
+			w->copies[w->n_copies++] = v;
+		}
+		__atomic_fetch_add(&ps->chunks_done, 1, __ATOMIC_RELEASE);
+	}
+	/* evac.P7: nobody waits on the pool before this, so the pass cannot
+	 * end with roots left. */
+	while (__atomic_load_n(&ps->chunks_done, __ATOMIC_ACQUIRE) < ps->n_chunks)
+		sched_yield();
+	while (w->n_copies)
+		scan(w, w->copies[--w->n_copies]);
+}
+
 void rh_evac_trace(rh_gc *g)
 {
 	rh_heap *h = g->h;
@@ -773,14 +832,25 @@ void rh_evac_trace(rh_gc *g)
 	rh_gcw solo;
 	worker_init(&solo, g, 0, NULL);
 	adopt(&solo, g);
-	/* evac.P8: where pages are fetched (a disaggregated heap). */
-	if (h->swap && h->cfg.order == RH_ORDER_DFS)
-		roots_first(&solo);
-	solo.solo_until = n > 1 ? SOLO_BYTES : 0;
-	if (drain(&solo)) {
-		account(g, &solo);
-		give_back(&solo, g);
-		return;
+	/* evac.P8: where pages are fetched (a disaggregated heap). More
+	 * roots than two chunks are shared out among the workers from the
+	 * start: copied by the collecting thread alone, they were nearly the
+	 * whole pause's work (pagerank at 50 % cache: 0-1 % of the bytes
+	 * copied by the helper, evacuation at 0.8 GB/s against 2.2 locally). */
+	bool shared_roots = false;
+	if (h->swap && h->cfg.order == RH_ORDER_DFS) {
+		if (n > 1 && solo.n_slots > 2 * ROOT_CHUNK)
+			shared_roots = true;
+		else
+			roots_first(&solo);
+	}
+	if (!shared_roots) {
+		solo.solo_until = n > 1 ? SOLO_BYTES : 0;
+		if (drain(&solo)) {
+			account(g, &solo);
+			give_back(&solo, g);
+			return;
+		}
 	}
 	/* Worker 0 goes on where it stopped, now claiming by CAS: the crew's
 	 * start (a lock) orders its plain stores before any helper's load. */
@@ -792,6 +862,16 @@ void rh_evac_trace(rh_gc *g)
 	rh_scratch *sc = &h->scratch;
 	/* scratch.K1: the lists of the last parallel pass, pages and all. */
 	ps->pool.items = rh_scratch_take(sc, RH_SCR_POOL, &ps->pool.cap);
+	size_t cap_roots = 0;
+	if (shared_roots) {
+		/* The root list is dealt out; worker 0 gets a stack of its own. */
+		ps->roots = solo.slots;
+		ps->n_roots = solo.n_slots;
+		ps->n_chunks = (solo.n_slots + ROOT_CHUNK - 1) / ROOT_CHUNK;
+		cap_roots = solo.cap_slots;
+		solo.slots = rh_scratch_take(sc, RH_SCR_W_SLOTS, &solo.cap_slots);
+		solo.n_slots = 0;
+	}
 	for (unsigned i = 1; i < n; i++) {
 		rh_gcw *w = &ps->w[i];
 		worker_init(w, g, i, &ps->pool);
@@ -801,6 +881,8 @@ void rh_evac_trace(rh_gc *g)
 	ps->w[0] = solo;
 	ps->w[0].pool = &ps->pool;
 	ps->w[0].solo_until = 0;
+	for (unsigned i = 0; shared_roots && i < n; i++)
+		ps->w[i].copies = rh_scratch_take(sc, RH_SCR_W_COPIES + i, &ps->w[i].cap_copies);
 	/* evac.P6: without offloading, the references to re-record go
 	 * straight into barrier buffers (the spares, dealt out); with it,
 	 * into lists that remember() files after the pass (CSSC). */
@@ -822,6 +904,9 @@ void rh_evac_trace(rh_gc *g)
 		for (size_t k = 0; k < w->n_rem; k++)
 			remember(h, (void **)w->rem[k][0], w->rem[k][1]);
 		rh_scratch_put(sc, RH_SCR_W_REM + i, w->rem, w->cap_rem, sizeof *w->rem);
+		if (shared_roots)
+			rh_scratch_put(sc, RH_SCR_W_COPIES + i, w->copies, w->cap_copies,
+			               sizeof *w->copies);
 		rh_bq_take_back(h, w->bq); /* both NULL with offloading */
 		rh_bq_take_back(h, w->bq_empty);
 		/* The survivor regions of helpers end with this pause (eden
@@ -832,6 +917,12 @@ void rh_evac_trace(rh_gc *g)
 			rh_scratch_put(sc, RH_SCR_W_KEPT + i, w->kept, w->cap_kept,
 			               sizeof *w->kept);
 		}
+	}
+	if (shared_roots) {
+		rh_gcw *w0 = &ps->w[0];
+		rh_scratch_put(sc, RH_SCR_W_SLOTS, w0->slots, w0->cap_slots, sizeof *w0->slots);
+		w0->slots = ps->roots;
+		w0->cap_slots = cap_roots;
 	}
 	give_back(&ps->w[0], g);
 	rh_scratch_put(sc, RH_SCR_POOL, ps->pool.items, ps->pool.cap, sizeof *ps->pool.items);

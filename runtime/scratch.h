@@ -19,11 +19,12 @@ enum {
 	RH_SCR_CARD_RUNS,   /* cards.c: runs of remembered cards */
 	RH_SCR_POOL,        /* gcwork.c: the copying threads' shared pool */
 	RH_SCR_ROOT_COPIES, /* evac.c: copies of the roots' targets (evac.P8) */
-	RH_SCR_W_SLOTS,     /* + worker, from 1: a helper's slot stack */
+	RH_SCR_W_SLOTS,     /* + worker: its slot stack (worker 0's when roots are shared) */
 	RH_SCR_W_KEPT = RH_SCR_W_SLOTS + RH_COPY_THREADS_MAX,  /* + worker, from 1 */
 	RH_SCR_W_REM = RH_SCR_W_KEPT + RH_COPY_THREADS_MAX,    /* + worker (offload on, evac.P6) */
 	RH_SCR_CARD_PART = RH_SCR_W_REM + RH_COPY_THREADS_MAX, /* + worker: card-scan slots */
-	RH_SCR_N = RH_SCR_CARD_PART + RH_COPY_THREADS_MAX,
+	RH_SCR_W_COPIES = RH_SCR_CARD_PART + RH_COPY_THREADS_MAX, /* + worker: evac.P8's copies */
+	RH_SCR_N = RH_SCR_W_COPIES + RH_COPY_THREADS_MAX,
 };
 
 typedef struct rh_scratch_buf {

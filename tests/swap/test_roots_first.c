@@ -3,7 +3,9 @@
  * before any of their children. An old array holds N young elements, each
  * pointing to a young leaf of its own: the array's cards are the pause's
  * roots. After the pause the elements must lie one after the other in
- * index order (a pair breaks only where a copy destination ends). With
+ * index order (a pair breaks only where a copy destination ends, or, with
+ * the roots shared among the copying threads, where a chunk of 2048 root
+ * slots does: evac.P8). With
  * order "dfs-strict" (argument "strict") each element lies next to its own
  * leaf instead, and the same count must find almost no adjacent pair: the
  * check tells the two orders apart.
