@@ -303,8 +303,10 @@ static void reclaim(rh_gc *g)
 		 * regions) or copies were appended: elsewhere the start bitmap
 		 * stays, so remembered cards into the next set are found
 		 * without walking (and, on a disaggregated heap, fetching)
-		 * whole old regions again. */
-		if (h->in_cset[i] || r->top != r->old_top)
+		 * whole old regions again. Copies into an old region set their
+		 * starts as they go (evac.P9); an eden-kind region (survivors)
+		 * that was appended is in the next set anyway. */
+		if (h->in_cset[i] || (r->top != r->old_top && r->kind != RH_REGION_OLD))
 			r->starts_valid = 0;
 		h->in_cset[i] = 0;
 		r->in_cset = 0;

@@ -69,6 +69,15 @@ static inline uint64_t hdr_load(uintptr_t obj)
 
 /* ---------------------------------------------------------------- destinations */
 
+/* evac.P9: an old destination's object starts are set as it is bumped,
+ * so the region's start bitmap stays whole; a region's bits are its own
+ * words of the bitmap, and only the worker bumping it writes them. */
+static inline void start_at(rh_heap *h, const rh_region *d, uintptr_t p)
+{
+	if (d->kind == RH_REGION_OLD)
+		rh_bit_set(h->start_bits, (p - h->base) >> 3);
+}
+
 /* `bytes` from destination region cur (index + 1, 0 for none); 0 if it
  * has no room. A destination is only ever bumped by one worker. */
 static inline uintptr_t bump_in(rh_heap *h, uint32_t cur, size_t bytes)
@@ -81,6 +90,7 @@ static inline uintptr_t bump_in(rh_heap *h, uint32_t cur, size_t bytes)
 	uintptr_t p = d->top;
 	d->top += bytes;
 	d->live_bytes += bytes;
+	start_at(h, d, p);
 	return p;
 }
 
@@ -93,6 +103,8 @@ static void unbump(rh_heap *h, uintptr_t to, size_t bytes)
 	rh_region *d = rh_region_of(h, to);
 	d->top -= bytes;
 	d->live_bytes -= bytes;
+	if (d->kind == RH_REGION_OLD)
+		rh_bit_clear(h->start_bits, (to - h->base) >> 3); /* evac.P9 */
 	/* evac.P1: a lost copy's bytes stay zero-tracked. */
 	if (to + bytes > d->dirty_end)
 		d->dirty_end = to + bytes;
@@ -123,6 +135,7 @@ static uintptr_t bump_dest(rh_gcw *w, uint32_t *cur, size_t bytes, rh_region_kin
 		uintptr_t end = d->start + h->region_size;
 		if (kind == RH_REGION_OLD && end > d->top) {
 			rh_fill((void *)d->top, end - d->top);
+			start_at(h, d, d->top);
 			d->tail_fill = (uint32_t)(end - d->top);
 			d->top = end;
 		}
@@ -136,6 +149,13 @@ static uintptr_t bump_dest(rh_gcw *w, uint32_t *cur, size_t bytes, rh_region_kin
 	d->tail_fill = 0;
 	d->top = d->start + bytes;
 	d->live_bytes = bytes;
+	if (kind == RH_REGION_OLD) {
+		/* evac.P9: a fresh old destination starts with whole starts:
+		 * none but its first copy's. */
+		memset(&h->start_bits[((d->start - h->base) >> 3) >> 6], 0, h->region_size / 64);
+		start_at(h, d, d->start);
+		d->starts_valid = 1;
+	}
 	*cur = (uint32_t)i + 1;
 	return d->start;
 }

@@ -128,12 +128,37 @@ static void field(void *ctx, void **slot)
 	check_ref(ctx, cur_obj, slot, "field");
 }
 
+/* evac.P9: an old region whose starts are marked valid has exactly its
+ * objects' starts set (copies set them as they are made), before the
+ * parse below rebuilds the bitmap its own way. */
+static void check_starts(vctx *v, rh_region *r)
+{
+	rh_heap *h = v->h;
+	size_t n = 0;
+	for (uintptr_t p = r->start; p < r->top; n++) {
+		if (!rh_object_valid(&h->types, (void *)p, r->top - p))
+			return; /* the parse reports it */
+		if (!rh_bit_get(h->start_bits, (p - h->base) >> 3))
+			report(v, "region %u: object %p missing from the start bitmap (evac.P9)",
+			       r->index, (void *)p);
+		p += rh_hdr_bytes(rh_hdr((void *)p));
+	}
+	const uint64_t *w = &h->start_bits[((r->start - h->base) >> 3) >> 6];
+	size_t set = 0;
+	for (size_t k = 0; k < h->region_size / 512; k++)
+		set += (size_t)__builtin_popcountll(w[k]);
+	if (set != n)
+		report(v, "region %u: %zu start bits for %zu objects (evac.P9)", r->index, set, n);
+}
+
 static void parse_regions(vctx *v)
 {
 	rh_heap *h = v->h;
 	for (uint32_t i = 0; i < h->n_regions; i++) {
 		rh_region *r = &h->regions[i];
 		size_t lo = (r->start - h->base) >> 3;
+		if (r->kind == RH_REGION_OLD && r->starts_valid)
+			check_starts(v, r);
 		memset(&h->start_bits[lo >> 6], 0, h->region_size / 64);
 		if (r->kind == RH_REGION_FREE || r->kind == RH_REGION_HUMONGOUS_CONT)
 			continue;
