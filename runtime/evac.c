@@ -152,7 +152,7 @@ static uintptr_t bump_dest(rh_gcw *w, uint32_t *cur, size_t bytes, rh_region_kin
 	if (kind == RH_REGION_OLD) {
 		/* evac.P9: a fresh old destination starts with whole starts:
 		 * none but its first copy's. */
-		memset(&h->start_bits[((d->start - h->base) >> 3) >> 6], 0, h->region_size / 64);
+		memset(rh_region_starts(h, d), 0, h->region_size / 64);
 		start_at(h, d, d->start);
 		d->starts_valid = 1;
 	}
@@ -761,6 +761,36 @@ static void account(rh_gc *g, const rh_gcw *w)
 		g->aged[a] += w->aged[a];
 }
 
+/* evac.P8: the targets of root slots s[0, n) copied without listing
+ * their fields, the copies kept on the worker's list (without memory to
+ * keep one, its fields are listed at once: plain DFS order). */
+static void resolve_roots(rh_gcw *w, void ***s, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (i + AHEAD_TARGET < n)
+			prefetch_target(w, s[i + AHEAD_TARGET]); /* as lookahead */
+		bool copied = false;
+		uintptr_t v = resolve(w, s[i], &copied);
+		if (!copied)
+			continue;
+		uintptr_t *grown = rh_grow_try(w->copies, &w->cap_copies, w->n_copies + 1,
+		                               sizeof *w->copies, 1024);
+		if (!grown) {
+			scan(w, v);
+			continue;
+		}
+		w->copies = grown;
+		w->copies[w->n_copies++] = v;
+	}
+}
+
+/* The kept copies' fields listed, the first copy's on top. */
+static void scan_copies(rh_gcw *w)
+{
+	while (w->n_copies)
+		scan(w, w->copies[--w->n_copies]);
+}
+
 /* evac.P8: in DFS order, the roots' targets are copied first, in the
  * order the roots were listed, and only then their fields listed, the
  * first copy's on top. The elements of a large array in an old region (a
@@ -772,29 +802,26 @@ static void account(rh_gc *g, const rh_gcw *w)
  * (evac.P4). Without memory for the list, plain DFS order. */
 static void roots_first(rh_gcw *w)
 {
-	size_t n = w->n_slots, k = 0, cap = 0;
+	size_t n = w->n_slots;
 	if (!n)
 		return;
 	rh_scratch *sc = &w->h->scratch;
-	uintptr_t *copies = rh_scratch_take(sc, RH_SCR_ROOT_COPIES, &cap); /* scratch.K1 */
-	uintptr_t *grown = rh_grow_try(copies, &cap, n, sizeof *copies, 1024);
+	/* scratch.K1; room for every root's copy, so none is listed early. */
+	w->copies = rh_scratch_take(sc, RH_SCR_W_COPIES, &w->cap_copies);
+	uintptr_t *grown = rh_grow_try(w->copies, &w->cap_copies, n, sizeof *w->copies, 1024);
 	if (!grown) {
-		free(copies);
+		free(w->copies);
+		w->copies = NULL;
+		w->cap_copies = 0;
 		return;
 	}
-	copies = grown;
-	for (size_t i = 0; i < n; i++) {
-		if (i + AHEAD_TARGET < n)
-			prefetch_target(w, w->slots[i + AHEAD_TARGET]); /* as lookahead */
-		bool copied = false;
-		uintptr_t v = resolve(w, w->slots[i], &copied);
-		if (copied)
-			copies[k++] = v;
-	}
+	w->copies = grown;
+	resolve_roots(w, w->slots, n);
 	w->n_slots = 0;
-	while (k)
-		scan(w, copies[--k]);
-	rh_scratch_put(sc, RH_SCR_ROOT_COPIES, copies, cap, sizeof *copies);
+	scan_copies(w);
+	rh_scratch_put(sc, RH_SCR_W_COPIES, w->copies, w->cap_copies, sizeof *w->copies);
+	w->copies = NULL;
+	w->cap_copies = 0;
 }
 
 /* evac.P8 on several workers. Root slots are dealt out in chunks of
@@ -818,31 +845,14 @@ static void roots_shared(struct pass *ps, rh_gcw *w)
 		if (a >= ps->n_roots)
 			break;
 		size_t n = ps->n_roots - a < ROOT_CHUNK ? ps->n_roots - a : ROOT_CHUNK;
-		void ***s = ps->roots + a;
-		for (size_t i = 0; i < n; i++) {
-			if (i + AHEAD_TARGET < n)
-				prefetch_target(w, s[i + AHEAD_TARGET]);
-			bool copied = false;
-			uintptr_t v = resolve(w, s[i], &copied);
-			if (!copied)
-				continue;
-			uintptr_t *grown = rh_grow_try(w->copies, &w->cap_copies, w->n_copies + 1,
-			                               sizeof *w->copies, 1024);
-			if (!grown) {
-				scan(w, v); /* no room to wait: plain DFS order */
-				continue;
-			}
-			w->copies = grown;
-			w->copies[w->n_copies++] = v;
-		}
+		resolve_roots(w, ps->roots + a, n);
 		__atomic_fetch_add(&ps->chunks_done, 1, __ATOMIC_RELEASE);
 	}
 	/* evac.P7: nobody waits on the pool before this, so the pass cannot
 	 * end with roots left. */
 	while (__atomic_load_n(&ps->chunks_done, __ATOMIC_ACQUIRE) < ps->n_chunks)
 		sched_yield();
-	while (w->n_copies)
-		scan(w, w->copies[--w->n_copies]);
+	scan_copies(w);
 }
 
 void rh_evac_trace(rh_gc *g)

@@ -292,6 +292,12 @@ static inline int rh_cmp_addr(const void *a, const void *b)
 	uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
 	return (x > y) - (x < y);
 }
+/* The words of the object-start bitmap that cover region r
+ * (region_size / 64 bytes of them). */
+static inline uint64_t *rh_region_starts(const rh_heap *h, const rh_region *r)
+{
+	return &h->start_bits[((r->start - h->base) >> 3) >> 6];
+}
 /* Build the object-start bitmap for a region by walking it. */
 void rh_region_build_starts(rh_heap *h, rh_region *r);
 /* fn(ctx, slot) for every reference field of every object in the young

@@ -399,8 +399,7 @@ void rh_region_young_slots(rh_heap *h, rh_slot_fn fn, void *ctx, const char *who
 
 void rh_region_build_starts(rh_heap *h, rh_region *r)
 {
-	size_t lo = (r->start - h->base) >> 3;
-	memset(&h->start_bits[lo >> 6], 0, h->region_size / 64);
+	memset(rh_region_starts(h, r), 0, h->region_size / 64);
 	if (r->kind == RH_REGION_HUMONGOUS_CONT) {
 		r->starts_valid = 1;
 		return;

@@ -14,12 +14,11 @@
 
 /* Which list a buffer holds; per-worker lists at id + worker. */
 enum {
-	RH_SCR_GC_SLOTS,    /* rh_gc.slots: root slots, then worker 0's stack */
-	RH_SCR_GC_KEPT,     /* rh_gc.kept: objects kept in place, then worker 0's */
-	RH_SCR_CARD_RUNS,   /* cards.c: runs of remembered cards */
-	RH_SCR_POOL,        /* gcwork.c: the copying threads' shared pool */
-	RH_SCR_ROOT_COPIES, /* evac.c: copies of the roots' targets (evac.P8) */
-	RH_SCR_W_SLOTS,     /* + worker: its slot stack (worker 0's when roots are shared) */
+	RH_SCR_GC_SLOTS,  /* rh_gc.slots: root slots, then worker 0's stack */
+	RH_SCR_GC_KEPT,   /* rh_gc.kept: objects kept in place, then worker 0's */
+	RH_SCR_CARD_RUNS, /* cards.c: runs of remembered cards */
+	RH_SCR_POOL,      /* gcwork.c: the copying threads' shared pool */
+	RH_SCR_W_SLOTS,   /* + worker: its slot stack (worker 0's when roots are shared) */
 	RH_SCR_W_KEPT = RH_SCR_W_SLOTS + RH_COPY_THREADS_MAX,  /* + worker, from 1 */
 	RH_SCR_W_REM = RH_SCR_W_KEPT + RH_COPY_THREADS_MAX,    /* + worker (offload on, evac.P6) */
 	RH_SCR_CARD_PART = RH_SCR_W_REM + RH_COPY_THREADS_MAX, /* + worker: card-scan slots */

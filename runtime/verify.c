@@ -143,7 +143,7 @@ static void check_starts(vctx *v, rh_region *r)
 			       r->index, (void *)p);
 		p += rh_hdr_bytes(rh_hdr((void *)p));
 	}
-	const uint64_t *w = &h->start_bits[((r->start - h->base) >> 3) >> 6];
+	const uint64_t *w = rh_region_starts(h, r);
 	size_t set = 0;
 	for (size_t k = 0; k < h->region_size / 512; k++)
 		set += (size_t)__builtin_popcountll(w[k]);
@@ -156,10 +156,9 @@ static void parse_regions(vctx *v)
 	rh_heap *h = v->h;
 	for (uint32_t i = 0; i < h->n_regions; i++) {
 		rh_region *r = &h->regions[i];
-		size_t lo = (r->start - h->base) >> 3;
 		if (r->kind == RH_REGION_OLD && r->starts_valid)
 			check_starts(v, r);
-		memset(&h->start_bits[lo >> 6], 0, h->region_size / 64);
+		memset(rh_region_starts(h, r), 0, h->region_size / 64);
 		if (r->kind == RH_REGION_FREE || r->kind == RH_REGION_HUMONGOUS_CONT)
 			continue;
 		uintptr_t end = r->kind == RH_REGION_HUMONGOUS ? r->start + r->span * h->region_size
