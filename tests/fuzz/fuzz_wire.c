@@ -210,6 +210,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 #endif
 	if (rc == RH_OK)
 		rx_main(ch);
+	else
+		/* A refused SETUP ends the connection: its owner closes the
+		 * socket (rh_chan_fini), so a peer still writing gets EPIPE
+		 * instead of blocking on a full buffer nobody reads. */
+		shutdown(sv[0], SHUT_RDWR);
 	pthread_join(th, NULL);
 	if (rc == RH_OK && !ch->failed)
 		rh_panic("fuzz-wire: the stream ended and the channel did not fail");
