@@ -15,7 +15,8 @@
 /* The shares of gc.pause_budget_ms a partial collection plans for: eden's
  * survivors are copied in at most YOUNG_SHARE, and with the fixed part and
  * the cards the young pause keeps within PAUSE_SHARE; old regions add at
- * most OLD_SHARE; a CSSC's tracers take at most CSSC_SHARE. The rest
+ * most OLD_SHARE; a CSSC's tracers take at most CSSC_SHARE. (A young
+ * pause may aim lower, sizing.E4.) The rest
  * absorbs mispredictions: survival jumps when a program starts building
  * long-lived data. */
 #define RH_SZ_YOUNG_SHARE 0.35
