@@ -240,7 +240,10 @@ static void measure(rh_gc *g)
 static void choose_tenure(rh_gc *g)
 {
 	rh_sizing *sz = &g->h->sz;
-	if (g->age_in[1] >= g->h->region_size) {
+	/* Half a region: a survivor region's tail filler keeps its bytes
+	 * under a whole one, and with one-region edens (1 MiB regions at a
+	 * 10 ms budget) the rate was never measured, so never promoted. */
+	if (g->age_in[1] >= g->h->region_size / 2) {
 		double rate = (double)g->aged[1] / (double)g->age_in[1];
 		bool carded = g->cards_ns * 4 >= g->evac_ns;
 		sz->streak = rate >= KEEP_RATE ? sz->streak + 1 : 0;
