@@ -48,8 +48,7 @@ static uintptr_t eden_carve(rh_heap *h, size_t bytes, bool past_limit)
 		r->top = end;
 		h->eden_cur = 0;
 	}
-	/* Survivor regions are eden too, but not allocation space. */
-	if (!past_limit && h->n_eden - h->n_surv >= h->eden_limit)
+	if (!past_limit && rh_eden_taken(h) >= h->eden_limit)
 		return 0;
 	int64_t i = rh_region_take_eden(h);
 	if (i < 0)

@@ -78,6 +78,13 @@ static inline void start_at(rh_heap *h, const rh_region *d, uintptr_t p)
 		rh_bit_set(h->start_bits, (p - h->base) >> 3);
 }
 
+/* An undone copy's start taken back (evac.P9). */
+static inline void start_off(rh_heap *h, const rh_region *d, uintptr_t p)
+{
+	if (d->kind == RH_REGION_OLD)
+		rh_bit_clear(h->start_bits, (p - h->base) >> 3);
+}
+
 /* `bytes` from destination region cur (index + 1, 0 for none); 0 if it
  * has no room. A destination is only ever bumped by one worker. */
 static inline uintptr_t bump_in(rh_heap *h, uint32_t cur, size_t bytes)
@@ -103,8 +110,7 @@ static void unbump(rh_heap *h, uintptr_t to, size_t bytes)
 	rh_region *d = rh_region_of(h, to);
 	d->top -= bytes;
 	d->live_bytes -= bytes;
-	if (d->kind == RH_REGION_OLD)
-		rh_bit_clear(h->start_bits, (to - h->base) >> 3); /* evac.P9 */
+	start_off(h, d, to);
 	/* evac.P1: a lost copy's bytes stay zero-tracked. */
 	if (to + bytes > d->dirty_end)
 		d->dirty_end = to + bytes;

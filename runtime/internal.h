@@ -298,6 +298,13 @@ static inline uint64_t *rh_region_starts(const rh_heap *h, const rh_region *r)
 {
 	return &h->start_bits[((r->start - h->base) >> 3) >> 6];
 }
+/* Eden regions taken for allocation since the last pause: survivor
+ * regions are eden too (n_surv of them, set as the pause ends), but not
+ * allocation space. alloc_lock held. */
+static inline uint32_t rh_eden_taken(const rh_heap *h)
+{
+	return h->n_eden > h->n_surv ? h->n_eden - h->n_surv : 0;
+}
 /* Build the object-start bitmap for a region by walking it. */
 void rh_region_build_starts(rh_heap *h, rh_region *r);
 /* fn(ctx, slot) for every reference field of every object in the young

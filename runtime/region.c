@@ -97,8 +97,7 @@ int64_t rh_region_claim_cold(rh_heap *h, uint32_t keep_free)
 	/* pretouch.P5: the eden regions taken since the pause count against
 	 * the pool, which was readied for them: topped up again as eden took
 	 * from it, the pool held a second eden at the next pause. */
-	uint32_t fresh = h->n_eden > h->n_surv ? h->n_eden - h->n_surv : 0;
-	if (h->n_warm + fresh >= h->warm_limit || h->n_free < keep_free)
+	if (h->n_warm + rh_eden_taken(h) >= h->warm_limit || h->n_free < keep_free)
 		return -1;
 	for (uint32_t k = h->n_free; k-- > 0;) {
 		uint32_t i = h->free_list[k];
