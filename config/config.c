@@ -361,6 +361,30 @@ out:
 	return rc;
 }
 
+/* red.C1: replication needs a second server to hold each copy, and for
+ * now a heap whose tracers do not write their partitions: evacuation,
+ * card fixing and a full marking's fillers change pages on the owner
+ * alone, which the replica would miss (docs/resilience.md, R3, not built
+ * yet). */
+static int check_redundancy(const struct ctx *c, const rh_config *cfg)
+{
+	if (cfg->redundancy != RH_REDUNDANCY_NONE && cfg->redundancy != RH_REDUNDANCY_REPLICATE)
+		return fail(c, "redundancy.mode", "expected \"none\" or \"replicate\", got %d",
+		            (int)cfg->redundancy);
+	if (cfg->redundancy == RH_REDUNDANCY_NONE)
+		return 0;
+	if (cfg->n_servers < 2)
+		return fail(c, "redundancy.mode",
+		            "\"replicate\" keeps each partition's copy on another memory server: "
+		            "it needs at least 2 servers, the config has %zu",
+		            cfg->n_servers);
+	if (cfg->offload)
+		return fail(c, "redundancy.mode",
+		            "\"replicate\" does not yet cover what tracers write into their "
+		            "partitions (docs/resilience.md, R3): set gc.offload to false");
+	return 0;
+}
+
 /* Everything is computed into locals and written back only on success, so a
  * rejected hand-built config is left as it was. */
 static int check(const struct ctx *c, rh_config *cfg)
@@ -392,7 +416,7 @@ static int check(const struct ctx *c, rh_config *cfg)
 		return range_fail(c, "transport.timeout_ms", cfg->timeout_ms, 1, TIMEOUT_MAX_MS);
 	if ((rc = check_servers(c, cfg, region, parts)))
 		return rc;
-	if ((rc = check_gc(c, cfg)))
+	if ((rc = check_gc(c, cfg)) || (rc = check_redundancy(c, cfg)))
 		return rc;
 
 	uint8_t secret[RH_SECRET_MAX];
@@ -663,8 +687,9 @@ static int j_order(const struct ctx *c, const json_t *v, rh_order *out)
 	return fail(c, "gc.order", "expected %s, got \"%.40s\"", ORDER_CHOICES, s);
 }
 
-static const char *const top_keys[] = {"heap", "cache",       "transport", "servers",
-                                       "gc",   "secret_file", NULL};
+static const char *const top_keys[] = {"heap", "cache",       "transport",  "servers",
+                                       "gc",   "secret_file", "redundancy", NULL};
+static const char *const redundancy_keys[] = {"mode", NULL};
 static const char *const heap_keys[] = {"base", "size", "region_size", NULL};
 static const char *const cache_keys[] = {
         "fraction", "faults", "fault_spin_us", "readahead", "readahead_adaptive", "checksum", NULL};
@@ -759,6 +784,33 @@ static int parse_gc(const struct ctx *c, const json_t *gc, rh_config *cfg)
 	return 0;
 }
 
+static const char *const redundancy_names[] = {"none", "replicate"};
+#define N_REDUNDANCY (sizeof redundancy_names / sizeof redundancy_names[0])
+
+static int parse_redundancy(const struct ctx *c, const json_t *red, rh_config *cfg)
+{
+	if (!red)
+		return 0;
+	int rc;
+	const char *mode = NULL;
+	if ((rc = check_object(c, red, "redundancy", redundancy_keys)) ||
+	    (rc = j_str(c, "redundancy.mode", GET(red, "mode"), &mode)))
+		return rc;
+	if (!mode)
+		return 0;
+	for (size_t i = 0; i < N_REDUNDANCY; i++)
+		if (!strcmp(mode, redundancy_names[i])) {
+			cfg->redundancy = (rh_redundancy)i;
+			return 0;
+		}
+	if (!strcmp(mode, "erasure"))
+		return fail(c, "redundancy.mode",
+		            "\"erasure\" is designed (docs/resilience.md) but not built yet; use "
+		            "\"replicate\"");
+	return fail(c, "redundancy.mode", "expected \"none\" or \"replicate\", got \"%.40s\"",
+	            mode);
+}
+
 static int parse_root(const struct ctx *c, const json_t *root, const char *base_dir, rh_config *cfg)
 {
 	int rc;
@@ -812,7 +864,8 @@ static int parse_root(const struct ctx *c, const json_t *root, const char *base_
 		cfg->timeout_ms = (uint32_t)timeout;
 	}
 	if ((rc = parse_servers(c, GET(root, "servers"), cfg)) ||
-	    (rc = parse_gc(c, GET(root, "gc"), cfg)))
+	    (rc = parse_gc(c, GET(root, "gc"), cfg)) ||
+	    (rc = parse_redundancy(c, GET(root, "redundancy"), cfg)))
 		return rc;
 	const char *sf = NULL;
 	if ((rc = j_str(c, "secret_file", GET(root, "secret_file"), &sf)))
@@ -1005,6 +1058,15 @@ char *rh_config_to_json(const rh_config *cfg)
 	if (!cfg->remark) /* a debug switch: only shown when set */
 		put(gc, "remark", json_boolean(cfg->remark), &ok);
 	put(root, "gc", gc, &ok);
+	if (cfg->redundancy != RH_REDUNDANCY_NONE) {
+		json_t *red = json_object();
+		put(red, "mode",
+		    json_string((unsigned)cfg->redundancy < N_REDUNDANCY
+		                        ? redundancy_names[cfg->redundancy]
+		                        : "none"),
+		    &ok);
+		put(root, "redundancy", red, &ok);
+	}
 	if (cfg->secret_file[0])
 		put(root, "secret_file", bounded_string(cfg->secret_file, RH_PATH_MAX), &ok);
 	/* 15 digits print 0.15 as 0.15; 17 only when needed to read back the same double. */

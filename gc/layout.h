@@ -60,4 +60,22 @@ static inline int rh_partition_of(const rh_config *cfg, uint32_t i, rh_partition
 	return 0;
 }
 
+/* red.P1: with replication, partition p's copy is kept by server
+ * (p + 1) mod n, so each server holds its own partition and its
+ * predecessor's copy. -1: no copy (redundancy none). */
+static inline int rh_replica_holder(const rh_config *cfg, uint32_t p)
+{
+	if (cfg->redundancy != RH_REDUNDANCY_REPLICATE || cfg->n_servers < 2)
+		return -1;
+	return (int)((p + 1) % cfg->n_servers);
+}
+
+/* The partition whose copy server i keeps, or -1. */
+static inline int rh_replica_kept_by(const rh_config *cfg, uint32_t i)
+{
+	if (cfg->redundancy != RH_REDUNDANCY_REPLICATE || cfg->n_servers < 2)
+		return -1;
+	return (int)((i + cfg->n_servers - 1) % cfg->n_servers);
+}
+
 #endif

@@ -115,6 +115,12 @@ static void write_status(server *s)
 		json_object_set_new(j, "regions_evacuated",
 		                    json_integer((json_int_t)ds.regions_evacuated));
 		json_object_set_new(j, "bytes_copied", json_integer((json_int_t)ds.bytes_copied));
+		/* red.P1: the copy this tracer keeps, and what it holds. */
+		json_object_set_new(
+		        j, "copy_of",
+		        json_integer(s->host.rdata ? (json_int_t)s->host.rpart.index : -1));
+		json_object_set_new(j, "copy_bytes_held",
+		                    json_integer((json_int_t)rh_host_copy_resident(&s->host)));
 	}
 	char tmp[4200];
 	snprintf(tmp, sizeof tmp, "%s.tmp", s->o->status_path);
@@ -350,6 +356,12 @@ static int check_hello(server *s, const rh_msg_hello *h, char *why, size_t n)
 		snprintf(why, n, "partition mismatch: CPU server %#llx+%llu, tracer %#llx+%llu",
 		         (unsigned long long)h->part_base, (unsigned long long)h->part_size,
 		         (unsigned long long)p->base, (unsigned long long)p->size);
+	else if (h->replica != (uint32_t)(rh_replica_kept_by(cfg, s->o->index) + 1))
+		snprintf(why, n,
+		         "redundancy mismatch: the CPU server expects this tracer to keep %s, it "
+		         "keeps %s (same redundancy.mode on every node?)",
+		         h->replica ? "a partition's copy" : "no copy",
+		         s->host.rdata ? "a partition's copy" : "none");
 	else
 		return 0;
 	return -1;
@@ -417,7 +429,10 @@ static int serve(server *s, rh_error *err)
 	if ((rc = rh_tp_reg(c, h->data, h->part.size, h->data_fd, 0, RH_TP_REMOTE | RH_TP_LOCAL,
 	                    err)) != RH_OK ||
 	    (rc = rh_tp_reg(c, h->meta, h->part.meta_size, h->meta_fd, 0,
-	                    RH_TP_REMOTE | RH_TP_LOCAL, err)) != RH_OK)
+	                    RH_TP_REMOTE | RH_TP_LOCAL, err)) != RH_OK ||
+	    /* red.P1: the copy, written and read one-sided like the partition. */
+	    (h->rdata && (rc = rh_tp_reg(c, h->rdata, h->rpart.size, h->rdata_fd, 0,
+	                                 RH_TP_REMOTE | RH_TP_LOCAL, err)) != RH_OK))
 		return rc;
 	rh_msg ok = {.type = RH_MSG_HELLO_OK};
 	ok.u.hello_ok.meta_base = h->part.meta_base;

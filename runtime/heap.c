@@ -127,6 +127,14 @@ static void heap_fatal(void *data, const rh_error *err)
 	rh_heap_fail(data, err);
 }
 
+/* red.R4: a memory server lost (seen by the control path) is survived while
+ * every partition keeps a copy on a server that is up. */
+static bool heap_lost(void *data, size_t host, const rh_error *err)
+{
+	rh_heap *h = data;
+	return rh_swap_host_lost(h->swap, host, err);
+}
+
 void rh_heap_fail(rh_heap *hp, const rh_error *err)
 {
 	void *data = hp;
@@ -178,7 +186,10 @@ static int open_remote(rh_heap *h, rh_error *err)
 	                   .fatal_data = h};
 	h->offload_on = h->cfg.offload;
 	rh_cssc_init(h);
-	return rh_swap_open(&so, &h->swap, err);
+	rc = rh_swap_open(&so, &h->swap, err);
+	if (rc == RH_OK && h->cfg.redundancy != RH_REDUNDANCY_NONE)
+		rh_remote_on_loss(h->remote, heap_lost, h);
+	return rc;
 }
 
 rh_heap *rh_heap_open(const rh_config *cfg_in, rh_error *err)

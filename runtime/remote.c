@@ -50,6 +50,11 @@ struct rh_remote {
 	/* 1 + the host declared lost first; 0 while none is. One word, so a
 	 * wait that sees a loss also sees which host it was (lost_err). */
 	atomic_int lost;
+	/* red.R5: hosts lost while the heap survives them (on_loss said so);
+	 * nothing is sent to them again. */
+	atomic_bool *down;
+	bool (*on_loss)(void *data, size_t host, const rh_error *err);
+	void *loss_data;
 	uint32_t seq;
 	void (*fatal)(void *data, const rh_error *err);
 	void *fatal_data;
@@ -74,16 +79,35 @@ static int send_to(rh_remote *r, size_t i, rh_msg *m, rh_error *err)
 	return rc;
 }
 
-static void lose(rh_remote *r, size_t i, const char *why)
+static bool host_down(rh_remote *r, size_t i)
 {
+	return r->down && atomic_load(&r->down[i]);
+}
+
+/* Host i is lost (why). True if the heap is lost with it: the fatal
+ * handler was called. With redundancy, on_loss decides (red.R4): a host
+ * whose partitions keep a copy elsewhere is only marked down. */
+static bool lose(rh_remote *r, size_t i, const char *why)
+{
+	rh_error e;
+	rh_err_set(&e, RH_EPEER, "%s", why);
+	pthread_mutex_lock(&r->lock);
+	bool (*on_loss)(void *, size_t, const rh_error *) = r->on_loss;
+	void *data = r->loss_data;
+	pthread_mutex_unlock(&r->lock);
+	if (on_loss && on_loss(data, i, &e)) {
+		atomic_store(&r->down[i], true);
+		return false;
+	}
 	int none = 0;
 	if (!atomic_compare_exchange_strong(&r->lost, &none, (int)i + 1))
-		return;
-	rh_error e;
+		return true;
 	rh_err_set(&e, RH_EPEER, "%s lost: %s", r->hosts[i].name, why);
 	rh_log(RH_LOG_ERROR, "remote", "%s", e.msg);
-	if (r->fatal)
+	/* With on_loss, the swap system has called the fatal handler. */
+	if (r->fatal && !on_loss)
 		r->fatal(r->fatal_data, &e);
+	return true;
 }
 
 /* A wait that ended because a memory server was lost, while doing `what`:
@@ -335,14 +359,14 @@ static void *monitor_main(void *arg)
 		uint64_t now = rh_now_ns();
 		if (now >= next_ping) {
 			for (size_t i = 0; i < r->n_hosts; i++) {
+				if (host_down(r, i))
+					continue;
 				rh_msg m = {.type = RH_MSG_PING};
 				m.u.ping.seq = now;
 				m.u.ping.time_ns = now;
 				rh_error e;
-				if (send_to(r, i, &m, &e) != RH_OK) {
-					lose(r, i, e.msg);
+				if (send_to(r, i, &m, &e) != RH_OK && lose(r, i, e.msg))
 					goto out;
-				}
 			}
 			next_ping = now + period;
 		}
@@ -356,6 +380,11 @@ static void *monitor_main(void *arg)
 		if (pfd)
 			poll(pfd, r->n_hosts, wait_ms);
 		for (size_t i = 0; i < r->n_hosts; i++) {
+			if (host_down(r, i)) {
+				if (pfd)
+					pfd[i].fd = -1; /* poll skips it */
+				continue;
+			}
 			if (pfd && pfd[i].fd >= 0) {
 				uint64_t x;
 				if (read(pfd[i].fd, &x, sizeof x) < 0) { /* nothing pending */
@@ -364,13 +393,18 @@ static void *monitor_main(void *arg)
 			size_t len;
 			rh_error e;
 			int rc;
-			while ((rc = rh_tp_recv(r->hosts[i].conn, r->rbuf, sizeof r->rbuf, &len, 0,
-			                        &e)) == RH_OK)
-				if (on_message(r, i, len) < 0)
-					goto out;
-			if (rc != RH_ETIMEDOUT) {
-				lose(r, i, e.msg);
+			bool gone = false;
+			while (!gone && (rc = rh_tp_recv(r->hosts[i].conn, r->rbuf, sizeof r->rbuf,
+			                                 &len, 0, &e)) == RH_OK)
+				gone = on_message(r, i, len) < 0;
+			if (atomic_load(&r->lost))
 				goto out;
+			if (gone || host_down(r, i))
+				continue; /* lost, and the heap goes on (red.R4) */
+			if (rc != RH_ETIMEDOUT) {
+				if (lose(r, i, e.msg))
+					goto out;
+				continue;
 			}
 			pthread_mutex_lock(&r->lock);
 			uint64_t silent = rh_now_ns() - r->last_heard[i];
@@ -379,8 +413,8 @@ static void *monitor_main(void *arg)
 				char why[96];
 				snprintf(why, sizeof why, "no answer for %llu ms",
 				         (unsigned long long)(silent / 1000000));
-				lose(r, i, why);
-				goto out;
+				if (lose(r, i, why))
+					goto out;
 			}
 		}
 	}
@@ -398,6 +432,7 @@ static int hello(rh_remote *r, size_t i, rh_error *err)
 	rh_swap_host *h = &r->hosts[i];
 	const rh_config *cfg = r->cfg;
 	rh_partition_of(cfg, (uint32_t)i, &h->part);
+	h->replica = rh_replica_holder(cfg, (uint32_t)i); /* red.P1 */
 	snprintf(h->name, sizeof h->name, "memory server %zu (%.40s:%u)", i, cfg->servers[i].host,
 	         cfg->servers[i].port);
 	rh_tp_opts o = {.provider = cfg->provider,
@@ -411,6 +446,7 @@ static int hello(rh_remote *r, size_t i, rh_error *err)
 		                  cfg->servers[i].port, e.msg);
 	rh_msg m = {.type = RH_MSG_HELLO};
 	m.u.hello = (rh_msg_hello){.partition = (uint32_t)i,
+	                           .replica = (uint32_t)(rh_replica_kept_by(cfg, (uint32_t)i) + 1),
 	                           .heap_base = cfg->heap_base,
 	                           .heap_size = cfg->heap_size,
 	                           .region_size = cfg->region_size,
@@ -509,6 +545,7 @@ int rh_remote_open(const rh_config *cfg, void (*fatal)(void *, const rh_error *)
 	r->hosts = calloc(r->n_hosts, sizeof *r->hosts);
 	r->last_heard = calloc(r->n_hosts, sizeof *r->last_heard);
 	r->free_acked = calloc(r->n_hosts, sizeof *r->free_acked);
+	r->down = calloc(r->n_hosts ? r->n_hosts : 1, sizeof *r->down);
 	r->n_regions = (uint32_t)(cfg->heap_size / cfg->region_size);
 	r->marked = calloc(r->n_regions, sizeof *r->marked);
 	r->has_marked = calloc(r->n_regions, 1);
@@ -521,8 +558,8 @@ int rh_remote_open(const rh_config *cfg, void (*fatal)(void *, const rh_error *)
 	pthread_mutex_init(&r->send_lock, NULL);
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_cond_init(&r->cond, NULL);
-	int rc = r->hosts && r->last_heard && r->free_acked && r->marked && r->has_marked &&
-	                         r->evac && r->fix
+	int rc = r->hosts && r->last_heard && r->free_acked && r->down && r->marked &&
+	                         r->has_marked && r->evac && r->fix
 	                 ? RH_OK
 	                 : rh_err_set(err, RH_ENOMEM, "control path: out of memory");
 	if (rc == RH_OK)
@@ -551,7 +588,7 @@ void rh_remote_close(rh_remote *r)
 	for (size_t i = 0; r->hosts && i < r->n_hosts; i++) {
 		if (!r->hosts[i].conn)
 			continue;
-		if (!atomic_load(&r->lost)) {
+		if (!atomic_load(&r->lost) && !host_down(r, i)) {
 			rh_msg m = {.type = RH_MSG_BYE};
 			rh_error e;
 			send_to(r, i, &m, &e);
@@ -580,6 +617,7 @@ void rh_remote_close(rh_remote *r)
 	free(r->hosts);
 	free(r->last_heard);
 	free(r->free_acked);
+	free(r->down);
 	free(r);
 }
 
@@ -593,6 +631,8 @@ int rh_remote_send_types(rh_remote *r, const char *json, rh_error *err)
 {
 	size_t total = strlen(json);
 	for (size_t i = 0; i < r->n_hosts; i++) {
+		if (host_down(r, i))
+			continue;
 		for (size_t off = 0; off < total || off == 0; off += RH_PROTO_CHUNK) {
 			size_t n = total - off < RH_PROTO_CHUNK ? total - off : RH_PROTO_CHUNK;
 			rh_msg m = {.type = RH_MSG_TYPES};
@@ -613,20 +653,27 @@ static int wait_free_ok(rh_remote *r, size_t i, uint32_t seq, rh_error *err)
 {
 	uint64_t deadline = rh_now_ns() + (uint64_t)r->cfg->timeout_ms * 1000000ull;
 	int rc = RH_OK;
+	bool late = false;
 	pthread_mutex_lock(&r->lock);
-	while ((int32_t)(r->free_acked[i] - seq) < 0) {
+	/* red.R5: a host lost meanwhile holds nothing anyone reads again. */
+	while ((int32_t)(r->free_acked[i] - seq) < 0 && !host_down(r, i)) {
 		if (atomic_load(&r->lost)) {
 			rc = lost_err(r, err, "while a region was freed");
 			break;
 		}
 		if (rh_now_ns() >= deadline) {
-			rc = rh_err_set(err, RH_ETIMEDOUT, "%s lost: no FREE_OK within %u ms",
-			                r->hosts[i].name, r->cfg->timeout_ms);
+			late = true;
 			break;
 		}
 		rh_cond_wait_ms(&r->cond, &r->lock, 10);
 	}
 	pthread_mutex_unlock(&r->lock);
+	if (late) {
+		char why[96];
+		snprintf(why, sizeof why, "no FREE_OK within %u ms", r->cfg->timeout_ms);
+		if (lose(r, i, why))
+			rc = rh_err_set(err, RH_ETIMEDOUT, "%s lost: %s", r->hosts[i].name, why);
+	}
 	return rc;
 }
 
@@ -640,11 +687,16 @@ int rh_remote_free(rh_remote *r, const uint32_t *regions, size_t n, uint32_t reg
 	bool *sent = calloc(r->n_hosts, sizeof *sent);
 	int rc = last && sent ? RH_OK : rh_err_set(err, RH_ENOMEM, "control path: out of memory");
 	for (size_t i = 0; rc == RH_OK && i < r->n_hosts; i++) {
+		if (host_down(r, i))
+			continue;
 		const rh_partition *p = &r->hosts[i].part;
+		/* red.P2: and the regions of the partition whose copy it keeps. */
+		int kept = rh_replica_kept_by(r->cfg, (uint32_t)i);
+		const rh_partition *q = kept >= 0 ? &r->hosts[kept].part : NULL;
 		size_t k = 0;
 		for (size_t j = 0; j < n; j++) {
 			uint64_t a = heap_base + ((uint64_t)regions[j] << region_shift);
-			if (a - p->base < p->size)
+			if (a - p->base < p->size || (q && a - q->base < q->size))
 				mine[k++] = regions[j];
 		}
 		for (size_t off = 0; rc == RH_OK && off < k; off += RH_PROTO_MAX_FREE) {
@@ -655,6 +707,13 @@ int rh_remote_free(rh_remote *r, const uint32_t *regions, size_t n, uint32_t reg
 			rc = send_to(r, i, &m, err);
 			last[i] = m.seq;
 			sent[i] = true;
+			/* A host that cannot be sent to is lost; with its
+			 * partition copied elsewhere, the free goes on. */
+			if (rc != RH_OK && !lose(r, i, err->msg)) {
+				rc = RH_OK;
+				sent[i] = false;
+				break;
+			}
 		}
 	}
 	/* The regions may be reused as soon as the collection ends: their old
@@ -666,6 +725,15 @@ int rh_remote_free(rh_remote *r, const uint32_t *regions, size_t n, uint32_t reg
 	free(last);
 	free(sent);
 	return rc;
+}
+
+void rh_remote_on_loss(rh_remote *r, bool (*fn)(void *data, size_t host, const rh_error *err),
+                       void *data)
+{
+	pthread_mutex_lock(&r->lock);
+	r->loss_data = data;
+	r->on_loss = fn;
+	pthread_mutex_unlock(&r->lock);
 }
 
 bool rh_remote_lost(rh_remote *r)

@@ -29,6 +29,12 @@ int rh_remote_send_types(rh_remote *r, const char *json, rh_error *err);
 int rh_remote_free(rh_remote *r, const uint32_t *regions, size_t n, uint32_t region_shift,
                    uint64_t heap_base, rh_error *err);
 bool rh_remote_lost(rh_remote *r);
+/* From now on a lost host is reported to fn (from the monitor thread),
+ * which says whether the heap survives it (red.R4): if so the host is only
+ * marked down and nothing is sent to it again (red.R5); if not, fn has
+ * ended the heap. Without it every loss is fatal. */
+void rh_remote_on_loss(rh_remote *r, bool (*fn)(void *data, size_t host, const rh_error *err),
+                       void *data);
 int rh_remote_send(rh_remote *r, size_t host, rh_msg *m, rh_error *err);
 /* The host whose partition holds a region (SIZE_MAX if none). */
 size_t rh_remote_host_of(rh_remote *r, uint32_t region);

@@ -51,6 +51,8 @@ void rh_stats_get(rh_heap *h, rh_stats *out)
 		out->readahead_pages = ss.readahead_pages;
 		out->bytes_fetched = ss.bytes_fetched;
 		out->bytes_evicted = ss.bytes_evicted;
+		out->pages_from_copy = ss.copy_reads;
+		out->servers_lost = rh_swap_hosts_lost(h->swap);
 	}
 	out->regions_free = nfree;
 	out->regions_eden = neden;
@@ -136,6 +138,8 @@ char *rh_stats_json(rh_heap *h)
 	F(concurrent_mark_ns);
 	F(bytes_copied_helpers);
 	F(copies_undone);
+	F(servers_lost);
+	F(pages_from_copy);
 #undef F
 	json_object_set_new(o, "p50_pause_ns",
 	                    json_integer((json_int_t)rh_stats_pause_percentile(h, 50)));

@@ -12,13 +12,11 @@ static int wait_op(rh_swap *s, rh_tp_conn *c, uint64_t id, rh_error *err)
 	return rh_tp_wait(c, id, (int)s->o.timeout_ms, err);
 }
 
-/* Steps 2.1–2.3: write the dirty pages and log them under the tag. */
-static int write_back(rh_swap *s, uint32_t region, const uintptr_t *pages, size_t n, rh_error *err)
+/* Steps 2.1-2.3 on the owner h: the pages sg[0..n) (in ebuf), then their
+ * log entries, under the tag. */
+static int write_home(rh_swap *s, const rh_swap_host *h, uint32_t region, const uintptr_t *pages,
+                      rh_tp_sge *sg, size_t n, rh_error *err)
 {
-	const rh_swap_host *h = rh_swap_host_of(s, pages[0]);
-	if (!h)
-		return rh_err_set(err, RH_ERANGE, "swap: no memory server hosts %#lx",
-		                  (unsigned long)pages[0]);
 	rh_tp_conn *c = h->conn;
 	uint32_t local = region - h->part.first_region;
 	uint64_t meta = h->part.meta_base + (uint64_t)local * sizeof(rh_region_meta);
@@ -41,13 +39,7 @@ static int write_back(rh_swap *s, uint32_t region, const uintptr_t *pages, size_
 		                  region, (unsigned long long)old, (unsigned long long)v);
 
 	/* Pages, then the log entries; the ring may wrap once. */
-	rh_tp_sge sg[RH_EVICT_BATCH + 2];
-	size_t k = 0;
-	for (size_t i = 0; i < n; i++) {
-		memcpy(s->ebuf + i * RH_PAGE_SIZE, (void *)pages[i], RH_PAGE_SIZE);
-		rh_swap_sum_written(s, pages[i], s->ebuf + i * RH_PAGE_SIZE);
-		sg[k++] = (rh_tp_sge){s->ebuf + i * RH_PAGE_SIZE, pages[i], RH_PAGE_SIZE};
-	}
+	size_t k = n;
 	uint32_t *ents = (uint32_t *)(void *)(s->ebuf + RH_EVICT_BATCH * RH_PAGE_SIZE);
 	uint64_t head = s->log_head[region];
 	uintptr_t rstart = s->base + ((uintptr_t)region << s->region_shift);
@@ -74,6 +66,53 @@ static int write_back(rh_swap *s, uint32_t region, const uintptr_t *pages, size_
 		return rc;
 	s->tag[region] = v + 4;
 	s->log_head[region] = head + n;
+	return RH_OK;
+}
+
+/* red.R1: the same pages to the host keeping the partition's copy, at the
+ * same addresses. No tag or log: nothing traces a copy. */
+static int write_copy(rh_swap *s, const rh_swap_host *h, const rh_tp_sge *sg, size_t n,
+                      rh_error *err)
+{
+	uint64_t id = rh_swap_wr_id(s);
+	int rc = rh_tp_write(h->conn, sg, n, id, err);
+	return rc == RH_OK ? wait_op(s, h->conn, id, err) : rc;
+}
+
+/* Step 2: write the dirty pages back to every host that is to hold them
+ * and is up: the owner and, with replication, the copy's holder. A host
+ * that fails is lost (rh_swap_host_failed); the batch succeeds while one
+ * holder is left (red.R1: the pages are then on every host that is up). */
+static int write_back(rh_swap *s, uint32_t region, const uintptr_t *pages, size_t n, rh_error *err)
+{
+	const rh_swap_host *h = rh_swap_host_of(s, pages[0]);
+	if (!h)
+		return rh_err_set(err, RH_ERANGE, "swap: no memory server hosts %#lx",
+		                  (unsigned long)pages[0]);
+	rh_tp_sge sg[RH_EVICT_BATCH + 2];
+	for (size_t i = 0; i < n; i++) {
+		memcpy(s->ebuf + i * RH_PAGE_SIZE, (void *)pages[i], RH_PAGE_SIZE);
+		rh_swap_sum_written(s, pages[i], s->ebuf + i * RH_PAGE_SIZE);
+		sg[i] = (rh_tp_sge){s->ebuf + i * RH_PAGE_SIZE, pages[i], RH_PAGE_SIZE};
+	}
+	bool held = false;
+	int rc = RH_OK;
+	if (rh_swap_host_up(s, h)) {
+		rc = write_home(s, h, region, pages, sg, n, err);
+		if (rc != RH_OK && !rh_swap_host_failed(s, h, err))
+			return rc;
+		held = rc == RH_OK;
+	}
+	const rh_swap_host *copy = h->replica >= 0 ? &s->hosts[h->replica] : NULL;
+	if (copy && rh_swap_host_up(s, copy)) {
+		rc = write_copy(s, copy, sg, n, err);
+		if (rc != RH_OK && !rh_swap_host_failed(s, copy, err))
+			return rc;
+		held |= rc == RH_OK;
+	}
+	if (!held) /* no holder left: rh_swap_host_failed called the fatal handler */
+		return rh_err_set(err, RH_EPEER, "swap: no memory server left for region %u",
+		                  region);
 	atomic_fetch_add(&s->st.bytes_evicted, n * RH_PAGE_SIZE);
 	atomic_fetch_add(&s->st.batches, 1);
 	return RH_OK;

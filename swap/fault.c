@@ -369,22 +369,41 @@ void rh_swap_wcheck(rh_swap *s, uint32_t region, const uintptr_t *addrs, const u
  * this fault's own and install them, the faulting page last (waking it
  * finds its neighbours in). No lock is held across the read (swap.C4):
  * other faults go on meanwhile, each with its own read in flight. */
-static void fetch_claimed(rh_swap *s, const rh_swap_host *h, uintptr_t a, size_t n, bool write)
+/* Read n pages at a from their owner, or from the copy while the owner is
+ * lost (red.R4); a host that fails the read is lost, and the read goes to
+ * the other. False: no host is left (the fatal handler was called). */
+static bool read_pages(rh_swap *s, uintptr_t a, size_t n, uint8_t *buf, const rh_swap_host **from)
+{
+	for (;;) {
+		const rh_swap_host *h = rh_swap_reader(s, a);
+		if (!h)
+			return false;
+		rh_tp_sge sg = {.local = buf, .remote = a, .len = (uint32_t)(n * RH_PAGE_SIZE)};
+		uint64_t id = rh_swap_wr_id(s);
+		rh_error err;
+		int rc = rh_tp_read(h->conn, &sg, 1, id, &err);
+		if (rc == RH_OK)
+			rc = rh_tp_wait(h->conn, id, (int)s->o.timeout_ms, &err);
+		if (rc == RH_OK) {
+			if (h != rh_swap_host_of(s, a))
+				atomic_fetch_add(&s->st.copy_reads, n);
+			*from = h;
+			return true;
+		}
+		if (!rh_swap_host_failed(s, h, &err))
+			return false;
+	}
+}
+
+static void fetch_claimed(rh_swap *s, uintptr_t a, size_t n, bool write)
 {
 	uint32_t slot;
 	uint8_t *buf = slot_get(s, &slot);
 	if (!buf)
 		return; /* failed: the faulter stays blocked, the process ends */
-	rh_tp_sge sg = {.local = buf, .remote = a, .len = (uint32_t)(n * RH_PAGE_SIZE)};
-	uint64_t id = rh_swap_wr_id(s);
-	rh_error err;
-	int rc = rh_tp_read(h->conn, &sg, 1, id, &err);
-	if (rc == RH_OK)
-		rc = rh_tp_wait(h->conn, id, (int)s->o.timeout_ms, &err);
-	if (rc != RH_OK) {
-		rh_swap_fail(s, h, &err);
+	const rh_swap_host *h;
+	if (!read_pages(s, a, n, buf, &h))
 		return; /* the fatal handler ends the process; the faulter stays blocked */
-	}
 	if (!rh_swap_sums_ok(s, h, a, buf, n))
 		return; /* swap.I2: a corrupt page is fatal, never installed */
 	size_t pg = rh_swap_page(s, a);
@@ -435,7 +454,7 @@ static bool fetch(rh_swap *s, uintptr_t a, bool write)
 		n++;
 	__atomic_store_n(&s->ra_end[r], q + (uint32_t)n, __ATOMIC_RELAXED);
 	count_claimed(s, n);
-	fetch_claimed(s, h, a, n, write);
+	fetch_claimed(s, a, n, write);
 	return true;
 }
 
@@ -453,12 +472,18 @@ static bool peek_read(rh_swap *s, const rh_swap_host *h, const uintptr_t *pages,
 	for (size_t i = 0; ok && i < n; i++)
 		sg[i] = (rh_tp_sge){
 		        .local = buf + i * RH_PAGE_SIZE, .remote = pages[i], .len = RH_PAGE_SIZE};
-	rh_error err;
-	uint64_t id = rh_swap_wr_id(s);
-	if (ok && (rh_tp_read(h->conn, sg, n, id, &err) != RH_OK ||
-	           rh_tp_wait(h->conn, id, (int)s->o.timeout_ms, &err) != RH_OK)) {
-		rh_swap_fail(s, h, &err);
-		ok = false;
+	/* red.R4: the owner, or the copy while the owner is lost (the pages
+	 * are one partition's). */
+	while (ok) {
+		rh_error err;
+		uint64_t id = rh_swap_wr_id(s);
+		if (rh_tp_read(h->conn, sg, n, id, &err) == RH_OK &&
+		    rh_tp_wait(h->conn, id, (int)s->o.timeout_ms, &err) == RH_OK) {
+			if (h != rh_swap_host_of(s, pages[0]))
+				atomic_fetch_add(&s->st.copy_reads, n);
+			break;
+		}
+		ok = rh_swap_host_failed(s, h, &err) && (h = rh_swap_reader(s, pages[0])) != NULL;
 	}
 	for (size_t i = 0; ok && i < n; i++) {
 		/* swap.I2: a corrupt page is fatal, never used. */
@@ -489,7 +514,7 @@ bool rh_swap_peek(rh_swap *s, const uintptr_t *pages, size_t n, uint8_t *out)
 	pthread_rwlock_rdlock(&s->fault_lock);
 	for (size_t i = 0; i < n; i++) {
 		size_t pg = rh_swap_page(s, pages[i]);
-		const rh_swap_host *h = rh_swap_host_of(s, pages[i]);
+		const rh_swap_host *h = rh_swap_reader(s, pages[i]);
 		/* swap.P6: the claim keeps faults and the evictor off the page
 		 * while its copy is read; nothing writes an evicted page's copy. */
 		if (!h || !rh_swap_cas(s, pg, RH_PAGE_EVICTED, RH_PAGE_FETCHING)) {

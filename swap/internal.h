@@ -79,11 +79,17 @@ struct rh_swap {
 	atomic_uint_fast64_t wr_seq;
 	uint32_t clock; /* evictor's next region */
 	rh_integ integ; /* with o.checksum: what each page's memory server holds */
+	/* red.R5: per host, set once when it is lost (under down_lock, read
+	 * without it); n_down counts them. */
+	atomic_bool *down;
+	atomic_size_t n_down;
+	pthread_mutex_t down_lock;
 
 	struct {
 		atomic_uint_fast64_t faults, zero_faults, wp_faults, readahead_pages, bytes_fetched,
 		        bytes_evicted, pages_dropped, batches, drop_failures, drop_calls,
-		        budget_waits, budget_wait_ns, pred_written, pred_unwritten, pages_peeked;
+		        budget_waits, budget_wait_ns, pred_written, pred_unwritten, pages_peeked,
+		        copy_reads;
 		/* installs that found a page mapped (EEXIST): none unless a
 		 * page was mapped behind the protocol's back (swap.C1) */
 		atomic_uint_fast64_t install_conflicts;
@@ -120,6 +126,14 @@ static inline bool rh_swap_cas(rh_swap *s, size_t pg, uint8_t from, uint8_t to)
 	                                   __ATOMIC_ACQUIRE);
 }
 const rh_swap_host *rh_swap_host_of(rh_swap *s, uintptr_t a);
+/* red.R4: the host to read a's page from: its owner while up, else the
+ * host keeping its copy; NULL if neither is up (the loss was fatal). */
+const rh_swap_host *rh_swap_reader(rh_swap *s, uintptr_t a);
+/* Whether host h is up. */
+bool rh_swap_host_up(rh_swap *s, const rh_swap_host *h);
+/* A remote operation on h failed (err): rh_swap_host_lost on it. True if
+ * the heap goes on without it. */
+bool rh_swap_host_failed(rh_swap *s, const rh_swap_host *h, const rh_error *err);
 /* A remote operation on host h failed: the heap is lost. */
 void rh_swap_fail(rh_swap *s, const rh_swap_host *h, const rh_error *err);
 /* The heap is unusable (err says why): the fatal handler, once. */

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/userfaultfd.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -18,6 +19,82 @@ const rh_swap_host *rh_swap_host_of(rh_swap *s, uintptr_t a)
 		if (a - s->hosts[i].part.base < s->hosts[i].part.size)
 			return &s->hosts[i];
 	return NULL;
+}
+
+bool rh_swap_host_up(rh_swap *s, const rh_swap_host *h)
+{
+	return !atomic_load(&s->down[h - s->hosts]);
+}
+
+const rh_swap_host *rh_swap_reader(rh_swap *s, uintptr_t a)
+{
+	const rh_swap_host *h = rh_swap_host_of(s, a);
+	if (!h || rh_swap_host_up(s, h))
+		return h;
+	if (h->replica >= 0 && !atomic_load(&s->down[h->replica]))
+		return &s->hosts[h->replica];
+	return NULL;
+}
+
+/* Under down_lock: a partition whose owner and copy are both lost, or -1. */
+static int partition_gone(rh_swap *s)
+{
+	for (size_t p = 0; p < s->o.n_hosts; p++) {
+		const rh_swap_host *h = &s->hosts[p];
+		if (atomic_load(&s->down[p]) &&
+		    (h->replica < 0 || atomic_load(&s->down[h->replica])))
+			return (int)p;
+	}
+	return -1;
+}
+
+bool rh_swap_host_lost(rh_swap *s, size_t i, const rh_error *cause)
+{
+	pthread_mutex_lock(&s->down_lock);
+	bool first = !atomic_load(&s->down[i]);
+	if (first) {
+		atomic_store(&s->down[i], true);
+		atomic_fetch_add(&s->n_down, 1);
+	}
+	int gone = partition_gone(s);
+	char lost[512] = "";
+	size_t at = 0;
+	for (size_t k = 0; gone >= 0 && k < s->o.n_hosts; k++)
+		if (atomic_load(&s->down[k]) && at < sizeof lost)
+			at += (size_t)snprintf(lost + at, sizeof lost - at, "%s%s", at ? ", " : "",
+			                       s->hosts[k].name);
+	pthread_mutex_unlock(&s->down_lock);
+	const rh_swap_host *h = &s->hosts[i];
+	if (gone < 0) {
+		if (first)
+			rh_log(RH_LOG_ERROR, "swap",
+			       "%s lost: %s; its partition is read from and written to the copy "
+			       "%s keeps (redundancy replicate), and a further loss of that "
+			       "server ends the program",
+			       h->name, cause->msg, s->hosts[h->replica].name);
+		return true;
+	}
+	rh_error e;
+	if (s->hosts[gone].replica < 0)
+		rh_err_set(&e, cause->code == RH_OK ? RH_EPEER : cause->code, "%s lost: %s",
+		           h->name, cause->msg);
+	else
+		rh_err_set(&e, RH_EPEER,
+		           "%s lost: %s; partition %d has no copy left (lost: %s), beyond the "
+		           "configured redundancy",
+		           h->name, cause->msg, gone, lost);
+	rh_swap_fatal(s, &e);
+	return false;
+}
+
+size_t rh_swap_hosts_lost(rh_swap *s)
+{
+	return atomic_load(&s->n_down);
+}
+
+bool rh_swap_host_failed(rh_swap *s, const rh_swap_host *h, const rh_error *err)
+{
+	return rh_swap_host_lost(s, (size_t)(h - s->hosts), err);
 }
 
 uint64_t rh_swap_wr_id(rh_swap *s)
@@ -133,9 +210,11 @@ int rh_swap_open(const rh_swap_opts *o, rh_swap **out, rh_error *err)
 	pthread_rwlockattr_destroy(&ra);
 	pthread_mutex_init(&s->evict_lock, NULL);
 	pthread_mutex_init(&s->lock, NULL);
+	pthread_mutex_init(&s->down_lock, NULL);
 	pthread_cond_init(&s->cond, NULL);
 	pthread_cond_init(&s->fcond, NULL);
 	s->hosts = calloc(o->n_hosts, sizeof *s->hosts);
+	s->down = calloc(o->n_hosts ? o->n_hosts : 1, sizeof *s->down);
 	s->state = calloc(s->n_pages, 1);
 	s->tag = calloc(s->n_regions, sizeof *s->tag);
 	s->log_head = calloc(s->n_regions, sizeof *s->log_head);
@@ -158,8 +237,8 @@ int rh_swap_open(const rh_swap_opts *o, rh_swap **out, rh_error *err)
 		rc = rh_err_set(err, RH_ENOMEM, "swap: out of memory for %zu page checksums",
 		                s->n_pages);
 	if (rc == RH_OK &&
-	    (!s->hosts || !s->state || !s->tag || !s->log_head || !s->ra_win || !s->ra_end ||
-	     !s->wscore || !s->wpred || !s->wsum || !s->fbuf || !s->ebuf || !s->zero))
+	    (!s->hosts || !s->down || !s->state || !s->tag || !s->log_head || !s->ra_win ||
+	     !s->ra_end || !s->wscore || !s->wpred || !s->wsum || !s->fbuf || !s->ebuf || !s->zero))
 		rc = rh_err_set(err, RH_ENOMEM, "swap: out of memory for %zu page states",
 		                s->n_pages);
 	if (rc == RH_OK)
@@ -230,6 +309,8 @@ void rh_swap_close(rh_swap *s)
 	free(s->parked);
 	free(s->fault_thr);
 	free(s->hosts);
+	free(s->down);
+	pthread_mutex_destroy(&s->down_lock);
 	free(s->state);
 	free(s->tag);
 	free(s->log_head);
@@ -380,6 +461,7 @@ void rh_swap_stats_get(rh_swap *s, rh_swap_stats *out)
 	out->drop_failures = atomic_load(&s->st.drop_failures);
 	out->drop_calls = atomic_load(&s->st.drop_calls);
 	out->pages_peeked = atomic_load(&s->st.pages_peeked);
+	out->copy_reads = atomic_load(&s->st.copy_reads);
 	out->budget_waits = atomic_load(&s->st.budget_waits);
 	out->budget_wait_ns = atomic_load(&s->st.budget_wait_ns);
 	out->pred_written = atomic_load(&s->st.pred_written);

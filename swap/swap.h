@@ -33,6 +33,7 @@ typedef struct rh_swap_host {
 	char name[96]; /* "memory server N (host:port)", for error messages */
 	rh_tp_conn *conn;
 	rh_partition part; /* meta_base filled from HELLO_OK */
+	int replica;       /* index of the host keeping the partition's copy; -1: none */
 } rh_swap_host;
 
 typedef struct rh_swap_opts {
@@ -67,6 +68,7 @@ typedef struct rh_swap_stats {
 	uint64_t drop_failures; /* evicted pages MADV_DONTNEED failed to drop (kept) */
 	uint64_t drop_calls;    /* MADV_DONTNEED calls by eviction batches (swap.P5) */
 	uint64_t pages_peeked;  /* evicted pages read and left evicted (swap.P6) */
+	uint64_t copy_reads;    /* pages read from a copy, their owner lost (red.R4) */
 	uint64_t budget_waits;  /* faults that waited for the evictor to make room */
 	uint64_t budget_wait_ns;
 	/* Pages installed writable on a read, at their write-back (swap.W5):
@@ -126,6 +128,16 @@ bool rh_swap_region_write_hot(rh_swap *s, uint32_t region);
  * failed and the process is ending (docs/swap.md, "Reading without
  * installing"). */
 bool rh_swap_peek(rh_swap *s, const uintptr_t *pages, size_t n, uint8_t *out);
+
+/* Host i (an index into the hosts given at open) is lost: cause says how.
+ * red.R5: nothing reads from or writes to it again. True if every partition
+ * still has its pages on a host that is up (its owner or the copy's
+ * holder, red.R4): the heap goes on. False if not: the fatal handler has
+ * been called with a message naming every host lost. Safe from any
+ * thread, more than once per host. */
+bool rh_swap_host_lost(rh_swap *s, size_t i, const rh_error *cause);
+/* Hosts lost so far. */
+size_t rh_swap_hosts_lost(rh_swap *s);
 
 void rh_swap_stats_get(rh_swap *s, rh_swap_stats *out);
 uint8_t rh_swap_page_state(rh_swap *s, uintptr_t addr);

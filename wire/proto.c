@@ -356,9 +356,11 @@ static int check(rh_msg *m, rh_error *err)
 {
 	switch (m->type) {
 	case RH_MSG_HELLO:
-		if (m->u.hello.types_len > (64u << 20))
-			return BAD("HELLO: type table of %u bytes exceeds 64 MiB",
-			           m->u.hello.types_len);
+		if (m->u.hello.replica > RH_MAX_SERVERS)
+			return BAD("HELLO: replica of partition %u, beyond the %d servers a config "
+			           "may "
+			           "name",
+			           m->u.hello.replica - 1, RH_MAX_SERVERS);
 		return RH_OK;
 	case RH_MSG_TYPES: {
 		const rh_msg_types *t = &m->u.types;

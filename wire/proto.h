@@ -16,7 +16,7 @@
 #include "rheap/rheap.h"
 
 #define RH_PROTO_MAGIC 0x5248u
-#define RH_PROTO_VERSION 3u
+#define RH_PROTO_VERSION 4u
 #define RH_PROTO_HDR 12u
 #define RH_PROTO_MAX 65536u /* a whole message, header included */
 #define RH_PROTO_CHUNK (RH_PROTO_MAX - RH_PROTO_HDR - 16u)
@@ -52,7 +52,7 @@ enum rh_msg_type {
 
 typedef struct rh_msg_hello {
 	uint32_t partition; /* index of the tracer in the config */
-	uint32_t types_len; /* reserved, 0: TYPES chunks carry the table's size */
+	uint32_t replica;   /* 1 + the partition whose copy the tracer keeps; 0: none (red.P1) */
 	uint64_t heap_base, heap_size, region_size;
 	uint64_t part_base, part_size;
 } rh_msg_hello;

@@ -106,12 +106,13 @@ typedef struct layout {
 		&E##_elem, offsetof(T, c1), offsetof(T, c2), offsetof(T, p), noun                  \
 	}
 
-/* Every message of version 3; docs/protocol.md describes the same layouts. */
+/* Every message of version 4; docs/protocol.md describes the same layouts. */
 static const layout layouts[RH_MSG_TYPE_MAX + 1] = {
         [RH_MSG_HELLO] = {.name = "HELLO",
                           FIELDS(FD(U32, rh_msg_hello, partition,
                                     "index of the tracer in the config"),
-                                 FD(U32, rh_msg_hello, types_len, "reserved, 0"),
+                                 FD(U32, rh_msg_hello, replica,
+                                    "1 + the partition whose copy the tracer keeps; 0: none"),
                                  F(U64, rh_msg_hello, heap_base), F(U64, rh_msg_hello, heap_size),
                                  F(U64, rh_msg_hello, region_size), F(U64, rh_msg_hello, part_base),
                                  F(U64, rh_msg_hello, part_size))},

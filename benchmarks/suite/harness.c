@@ -201,7 +201,10 @@ static int read_tracers(const char *dir, rs_tracers *t, uint64_t newer_than_ns)
 			continue;
 		uint64_t mark = (uint64_t)json_integer_value(json_object_get(j, "mark_ns"));
 		t->n++;
-		t->bytes_held += (uint64_t)json_integer_value(json_object_get(j, "bytes_held"));
+		/* With replication, the copies a tracer keeps are its memory too. */
+		t->bytes_held +=
+		        (uint64_t)json_integer_value(json_object_get(j, "bytes_held")) +
+		        (uint64_t)json_integer_value(json_object_get(j, "copy_bytes_held"));
 		t->bytes_traced += (uint64_t)json_integer_value(json_object_get(j, "bytes_traced"));
 		t->regions_evacuated +=
 		        (uint64_t)json_integer_value(json_object_get(j, "regions_evacuated"));

@@ -47,6 +47,13 @@ typedef enum rh_order {
 	RH_ORDER_DFS_STRICT = 2,
 } rh_order;
 
+/* What keeps an evicted page when a memory server is lost
+ * (docs/resilience.md). */
+typedef enum rh_redundancy {
+	RH_REDUNDANCY_NONE = 0,      /* default: a lost memory server ends the program */
+	RH_REDUNDANCY_REPLICATE = 1, /* each partition has a copy on the next server */
+} rh_redundancy;
+
 typedef struct rh_server_config {
 	char host[RH_HOST_MAX];  /* "host" */
 	uint16_t port;           /* "port" */
@@ -103,6 +110,9 @@ typedef struct rh_config {
 	int refresh;         /* "refresh": with offload on, pauses rebuild old regions'
 	                        remembered sets from their cards, so that old garbage is seen
 	                        without a full marking (1, default) */
+
+	/* "redundancy": { "mode" }: "none" | "replicate" (docs/resilience.md) */
+	rh_redundancy redundancy;
 
 	/* "secret_file": path of a file (mode 0600 or stricter) holding the shared secret */
 	char secret_file[RH_PATH_MAX];

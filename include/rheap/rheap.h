@@ -285,6 +285,9 @@ typedef struct rh_stats {
 	uint64_t
 	        bytes_copied_helpers; /* of bytes_copied, by threads other than the collecting one */
 	uint64_t copies_undone;       /* copies given up: another thread copied the object first */
+	/* Redundancy (docs/resilience.md). */
+	uint64_t servers_lost;    /* memory servers lost and survived (red.R5) */
+	uint64_t pages_from_copy; /* evicted pages read from a copy, their server lost (red.R4) */
 } rh_stats;
 
 RH_API void rh_stats_get(rh_heap *h, rh_stats *out);
@@ -296,7 +299,10 @@ RH_API char *rh_stats_json(rh_heap *h);
 /* ------------------------------------------------------------------ failures */
 
 /* A disaggregated heap whose memory server is lost (dead, hung, network
- * cut) cannot continue: its pages are gone. rheap detects the loss within
+ * cut) cannot continue, its pages gone, unless redundancy.mode keeps a copy
+ * of them on a server that is up (docs/resilience.md): then the loss is
+ * logged, counted in rh_stats.servers_lost, and the heap goes on. Otherwise,
+ * and for a loss beyond the redundancy, rheap detects the loss within
  * the config's transport.timeout_ms and calls fn(err, data) once, from one
  * of its threads, with a message naming the server. fn may log, flush and
  * exit; if it returns (or none is set), rheap prints the message on stderr

@@ -6,7 +6,8 @@
 #
 # usage: netns.sh SCENARIO TRACERD WORKLOAD
 #   SCENARIO: cut | isolation-cut | isolation-kill | cut-restore |
-#             tracer-stopped | cpu-killed | cpu-host-lost
+#             tracer-stopped | cpu-killed | cpu-host-lost |
+#             replicate-cut | replicate-cut-restore
 # Exit 0 if every check passed, 1 if one failed, 77 (skip) where network
 # namespaces cannot be made (not root, no iproute2, no veth support).
 #
@@ -25,7 +26,8 @@ if [ -z "$scenario" ] || [ ! -x "$tracerd" ] || [ ! -x "$workload" ]; then
 	exit 2
 fi
 case $scenario in
-cut | isolation-cut | isolation-kill | cut-restore | tracer-stopped | cpu-killed | cpu-host-lost) ;;
+cut | isolation-cut | isolation-kill | cut-restore | tracer-stopped | cpu-killed | cpu-host-lost | \
+	replicate-cut | replicate-cut-restore) ;;
 *)
 	echo "$0: unknown scenario '$scenario'" >&2
 	exit 2
@@ -170,11 +172,13 @@ esac
 umask 077
 head -c 32 /dev/urandom | base64 >"$dir/secret"
 
-# write_config NAME BASE HOST0:PORT HOST1:PORT
+# write_config NAME BASE HOST0:PORT HOST1:PORT (with $REDUNDANCY's keys, if
+# set, at the top level)
+REDUNDANCY=
 write_config() {
 	local h0=${3%:*} p0=${3##*:} h1=${4%:*} p1=${4##*:}
 	cat >"$dir/$1.json" <<EOF
-{"heap": {"base": "$2", "size": "64MiB"}, "cache": {"fraction": 0.25},
+{$REDUNDANCY"heap": {"base": "$2", "size": "64MiB"}, "cache": {"fraction": 0.25},
  "transport": {"provider": "tcp", "timeout_ms": $TIMEOUT_MS},
  "secret_file": "secret",
  "servers": [{"host": "$h0", "port": $p0}, {"host": "$h1", "port": $p1}]}
@@ -444,6 +448,54 @@ scenario_cpu_killed() {
 	expect_tracer_exit A1 "$TRACER_EXIT_MS" "$why"
 }
 
+# With redundancy.mode replicate each tracer keeps the other's partition
+# (docs/resilience.md, red.P1): a cut for good costs the VM nothing but
+# the copies' use, and a short one nothing at all.
+REPLICATE='"redundancy": {"mode": "replicate"}, "gc": {"offload": false},
+ '
+scenario_replicate_cut() {
+	REDUNDANCY=$REPLICATE
+	start_cluster A c1 0x400000000000 10.77.1.2:7400 10.77.2.2:7400 || return
+	cut c1 m1
+	# Past the point where the loss is declared: the VM runs on.
+	wait_until $((TIMEOUT_MS + MARGIN_MS)) gone A
+	check "A: VM survived losing m1 for good" alive A
+	check "A: the loss was logged, naming m1 and the copy m2 keeps" \
+		grep -q "memory server 0 (10.77.1.2:7400) lost.*copy memory server 1" "$dir/A.err"
+	note "A: $(grep -m1 'lost' "$dir/A.err")"
+	check "A: counted one server lost" wait_until 1000 vm_past A lost 0
+	check "A: reads m1's pages from m2's copy" wait_until "$TIMEOUT_MS" vm_past A from_copy 0
+	note "A: $(progress A from_copy) pages read from the copy so far"
+	finish_vm A
+	watch_exits "$(now_ms)" $((TRACER_EXIT_MS + MARGIN_MS)) A0 A1
+	check "A1: tracer exited cleanly after its CPU server left (got ${EXIT_ST[A1]})" \
+		[ "${EXIT_ST[A1]}" = 0 ]
+	# m1 never hears from the CPU server again (red.R5).
+	expect_tracer_exit A0 "$TRACER_EXIT_MS" "CPU server silent for over $TIMEOUT_MS ms"
+}
+
+scenario_replicate_cut_restore() {
+	REDUNDANCY=$REPLICATE
+	start_cluster A c1 0x400000000000 10.77.1.2:7400 10.77.2.2:7400 || return
+	local t0 t1 fetched
+	t0=$(now_ms)
+	cut c1 m1
+	sleep "$(secs "$SHORT_CUT_MS")"
+	restore c1 m1
+	t1=$(now_ms)
+	note "cut for $((t1 - t0)) ms (timeout $TIMEOUT_MS ms)"
+	fetched=$(progress A fetched)
+	check "A: fetches pages again after the restore" \
+		wait_until "$TIMEOUT_MS" vm_past A fetched "$fetched"
+	wait_until $((TIMEOUT_MS + MARGIN_MS)) false
+	check "A: VM survived the short cut" alive A
+	check "A: no loss reported" [ ! -s "$dir/A.err" ]
+	check "A: no server counted lost, no page read from a copy" \
+		eval "[ $(progress A lost) = 0 ] && [ $(progress A from_copy) = 0 ]"
+	finish_vm A
+	expect_clean_exit A0 A1
+}
+
 T_START=$(now_ms)
 note "netns $scenario: hosts rhnt-$ID-*, timeout $TIMEOUT_MS ms, margin $MARGIN_MS ms"
 # The shell's own notices (a job it saw killed) go to driver.err, shown
@@ -457,6 +509,8 @@ run_scenario() {
 	tracer-stopped) scenario_tracer_stopped ;;
 	cpu-killed) scenario_cpu_killed process ;;
 	cpu-host-lost) scenario_cpu_killed host ;;
+	replicate-cut) scenario_replicate_cut ;;
+	replicate-cut-restore) scenario_replicate_cut_restore ;;
 	esac
 }
 run_scenario 2>>"$dir/driver.err"

@@ -159,11 +159,13 @@ int main(int argc, char **argv)
 			rh_stats st;
 			rh_stats_get(h, &st);
 			printf("progress iter=%llu faults=%llu fetched=%llu evicted=%llu "
-			       "gcs=%llu\n",
+			       "gcs=%llu lost=%llu from_copy=%llu\n",
 			       (unsigned long long)iters, (unsigned long long)st.faults,
 			       (unsigned long long)st.bytes_fetched,
 			       (unsigned long long)st.bytes_evicted,
-			       (unsigned long long)(st.collections + st.full_collections));
+			       (unsigned long long)(st.collections + st.full_collections),
+			       (unsigned long long)st.servers_lost,
+			       (unsigned long long)st.pages_from_copy);
 			next_report = rh_now() + 0.1;
 		}
 	}

@@ -51,8 +51,8 @@ static int cfg_equal(const rh_config *a, const rh_config *b)
 	    a->offload != b->offload || a->tracer_threads != b->tracer_threads ||
 	    a->copy_threads != b->copy_threads || a->reorder != b->reorder ||
 	    a->verify != b->verify || a->preclean != b->preclean || a->pretouch != b->pretouch ||
-	    strcmp(a->secret_file, b->secret_file) || a->secret_len != b->secret_len ||
-	    memcmp(a->secret, b->secret, a->secret_len))
+	    a->redundancy != b->redundancy || strcmp(a->secret_file, b->secret_file) ||
+	    a->secret_len != b->secret_len || memcmp(a->secret, b->secret, a->secret_len))
 		return 0;
 	for (size_t i = 0; i < a->n_servers; i++)
 		if (strcmp(a->servers[i].host, b->servers[i].host) ||
@@ -202,6 +202,8 @@ static void test_round_trip(void)
 	        "{'order':'bfs','tracer_threads':64,'offload':false,'verify':true}}",
 	        "{'heap':{'size':'2MiB','region_size':'256KiB'}}",
 	        "{'gc':{'order':'dfs-strict'}}",
+	        "{'servers':[{'host':'a','port':1},{'host':'b','port':1}],'secret_file':'good.key',"
+	        "'gc':{'offload':false},'redundancy':{'mode':'replicate'}}",
 	        /* needs all 17 digits to come back as the same double */
 	        "{'gc':{'young_fraction':0.30000000000000004}}",
 	};
@@ -253,6 +255,17 @@ static void test_bad(void)
 	        {"{'hepa':{}}", "config: hepa: unknown key (did you mean 'heap'?)"},
 	        {"{'gc':{'ordr':'dfs'}}", "gc.ordr: unknown key (did you mean 'order'?)"},
 	        {"{'gc':{'colour':1}}", "gc.colour: unknown key"},
+	        /* red.C1 */
+	        {"{'redundancy':{'mode':'mirror'}}",
+	         "redundancy.mode: expected \"none\" or \"replicate\""},
+	        {"{'redundancy':{'mode':'erasure'}}", "redundancy.mode: \"erasure\" is designed"},
+	        {"{'redundancy':{'copies':2}}", "redundancy.copies: unknown key"},
+	        {"{'redundancy':{'mode':'replicate'},'gc':{'offload':false}}",
+	         "it needs at least 2 servers, the config has 0"},
+	        {"{'servers':[{'host':'a','port':1},{'host':'b','port':1}],'secret_file':'good.key'"
+	         ","
+	         "'redundancy':{'mode':'replicate'}}",
+	         "redundancy.mode: \"replicate\" does not yet cover what tracers write"},
 	        {"{'servers':[{'host':'a','port':1,'size':1}]}", "servers[0].size: unknown key"},
 	        {"{'heap':[]}", "heap: expected an object, got an array"},
 	        {"{'heap':{'size':true}}", "heap.size: expected a size"},

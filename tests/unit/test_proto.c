@@ -1381,7 +1381,7 @@ static void versions(void)
 	rh_msg m = {.type = RH_MSG_EVACUATE};
 	m.u.evacuate = (rh_msg_evacuate){.id = 2, .n_src = 1, .n_dst = 1, .regions = v};
 	size_t len = enc(&m);
-	CHECK(buf[2] == 3 && RH_PROTO_VERSION == 3);
+	CHECK(buf[2] == 4 && RH_PROTO_VERSION == 4);
 	buf[2] = 2;
 	REJECT(buf, len, "version 2", "EVACUATE with a v2 header");
 
@@ -1391,8 +1391,15 @@ static void versions(void)
 	len = enc(&m);
 	buf[2] = 1;
 	REJECT(buf, len, "version 1", "HELLO with a v1 header");
-	buf[2] = 4;
-	REJECT(buf, len, "version 4", "HELLO with a v4 header");
+	buf[2] = 3;
+	REJECT(buf, len, "version 3", "HELLO with a v3 header");
+	buf[2] = 5;
+	REJECT(buf, len, "version 5", "HELLO with a v5 header");
+
+	/* Version 4's replica field names a partition a config can have. */
+	m.u.hello.replica = RH_MAX_SERVERS + 1;
+	len = enc(&m);
+	REJECT(buf, len, "replica of partition", "HELLO with a replica beyond the servers");
 
 	/* A type past the last one. */
 	m = (rh_msg){.type = RH_MSG_BYE};
