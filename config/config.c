@@ -114,6 +114,7 @@ void rh_config_default(rh_config *cfg)
 	cfg->young_fraction = 0.25;
 	cfg->full_threshold = 0.15;
 	cfg->offload = 1;
+	cfg->write_copies = 1;
 	cfg->tracer_threads = 1;
 	cfg->copy_threads = 0;
 	cfg->reorder = 1;
@@ -444,6 +445,7 @@ static int check(const struct ctx *c, rh_config *cfg)
 		explicit_bzero(secret, sizeof secret);
 	}
 	cfg->offload = !!cfg->offload;
+	cfg->write_copies = !!cfg->write_copies;
 	cfg->reorder = !!cfg->reorder;
 	cfg->verify = !!cfg->verify;
 	cfg->concurrent_mark = !!cfg->concurrent_mark;
@@ -689,7 +691,7 @@ static int j_order(const struct ctx *c, const json_t *v, rh_order *out)
 
 static const char *const top_keys[] = {"heap", "cache",       "transport",  "servers",
                                        "gc",   "secret_file", "redundancy", NULL};
-static const char *const redundancy_keys[] = {"mode", NULL};
+static const char *const redundancy_keys[] = {"mode", "write_copies", NULL};
 static const char *const heap_keys[] = {"base", "size", "region_size", NULL};
 static const char *const cache_keys[] = {
         "fraction", "faults", "fault_spin_us", "readahead", "readahead_adaptive", "checksum", NULL};
@@ -794,7 +796,9 @@ static int parse_redundancy(const struct ctx *c, const json_t *red, rh_config *c
 	int rc;
 	const char *mode = NULL;
 	if ((rc = check_object(c, red, "redundancy", redundancy_keys)) ||
-	    (rc = j_str(c, "redundancy.mode", GET(red, "mode"), &mode)))
+	    (rc = j_str(c, "redundancy.mode", GET(red, "mode"), &mode)) ||
+	    (rc = j_bool(c, "redundancy.write_copies", GET(red, "write_copies"),
+	                 &cfg->write_copies)))
 		return rc;
 	if (!mode)
 		return 0;
@@ -1058,13 +1062,15 @@ char *rh_config_to_json(const rh_config *cfg)
 	if (!cfg->remark) /* a debug switch: only shown when set */
 		put(gc, "remark", json_boolean(cfg->remark), &ok);
 	put(root, "gc", gc, &ok);
-	if (cfg->redundancy != RH_REDUNDANCY_NONE) {
+	if (cfg->redundancy != RH_REDUNDANCY_NONE || !cfg->write_copies) {
 		json_t *red = json_object();
 		put(red, "mode",
 		    json_string((unsigned)cfg->redundancy < N_REDUNDANCY
 		                        ? redundancy_names[cfg->redundancy]
 		                        : "none"),
 		    &ok);
+		if (!cfg->write_copies) /* a debug switch: only shown when set */
+			put(red, "write_copies", json_boolean(0), &ok);
 		put(root, "redundancy", red, &ok);
 	}
 	if (cfg->secret_file[0])

@@ -325,7 +325,8 @@ static int check_memory(server *s, rh_tp_conn *c, uint64_t now, rh_error *err)
 	if (!limit || now < s->next_limit_ns)
 		return RH_OK;
 	s->next_limit_ns = now + 20000000ull;
-	uint64_t held = rh_host_resident(&s->host);
+	/* red.P1: the copy it keeps is memory it backs too. */
+	uint64_t held = rh_host_resident(&s->host) + rh_host_copy_resident(&s->host);
 	if (held <= limit)
 		return RH_OK;
 	char why[200];
@@ -682,14 +683,16 @@ int rh_server_run(const rh_server_opts *o, rh_error *err)
 	int rc = rh_host_open(&s->host, cfg, o->index, err);
 	if (rc != RH_OK)
 		goto out;
-	if (o->memory_limit && s->host.pinned && o->memory_limit < s->host.part.size) {
-		/* The memory region pins the whole partition at registration. */
-		rc = rh_err_set(
-		        err, RH_ECONFIG,
-		        "tracer: --memory-limit %llu MiB is below the partition's %llu MiB, "
-		        "which verbs pins as a whole",
-		        (unsigned long long)(o->memory_limit >> 20),
-		        (unsigned long long)(s->host.part.size >> 20));
+	uint64_t pinned = s->host.part.size + (s->host.rdata ? s->host.rpart.size : 0);
+	if (o->memory_limit && s->host.pinned && o->memory_limit < pinned) {
+		/* The memory region pins the whole partition (and the copy it
+		 * keeps) at registration. */
+		rc = rh_err_set(err, RH_ECONFIG,
+		                "tracer: --memory-limit %llu MiB is below the %llu MiB of its "
+		                "partition%s, which verbs pins as a whole",
+		                (unsigned long long)(o->memory_limit >> 20),
+		                (unsigned long long)(pinned >> 20),
+		                s->host.rdata ? " and the copy it keeps" : "");
 		goto out;
 	}
 	if ((rc = start_listening(s, err)) != RH_OK)

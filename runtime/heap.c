@@ -180,6 +180,7 @@ static int open_remote(rh_heap *h, rh_error *err)
 	                   .signal_faults = h->cfg.faults == RH_FAULTS_SIGNAL,
 	                   .timeout_ms = h->cfg.timeout_ms,
 	                   .checksum = h->cfg.checksum != 0,
+	                   .skip_copies = !h->cfg.write_copies,
 	                   .hosts = hosts,
 	                   .n_hosts = n,
 	                   .fatal = heap_fatal,

@@ -69,20 +69,14 @@ static int write_home(rh_swap *s, const rh_swap_host *h, uint32_t region, const 
 	return RH_OK;
 }
 
-/* red.R1: the same pages to the host keeping the partition's copy, at the
- * same addresses. No tag or log: nothing traces a copy. */
-static int write_copy(rh_swap *s, const rh_swap_host *h, const rh_tp_sge *sg, size_t n,
-                      rh_error *err)
-{
-	uint64_t id = rh_swap_wr_id(s);
-	int rc = rh_tp_write(h->conn, sg, n, id, err);
-	return rc == RH_OK ? wait_op(s, h->conn, id, err) : rc;
-}
-
 /* Step 2: write the dirty pages back to every host that is to hold them
- * and is up: the owner and, with replication, the copy's holder. A host
- * that fails is lost (rh_swap_host_failed); the batch succeeds while one
- * holder is left (red.R1: the pages are then on every host that is up). */
+ * and is up: the owner and, with replication, the copy's holder. red.R1:
+ * the copy gets the same pages at the same addresses, with no tag or log
+ * (nothing traces a copy); its write is posted first and waited for last,
+ * so that on a provider with asynchronous writes it overlaps the owner's
+ * tag protocol. A host that fails is lost (rh_swap_host_failed); the batch
+ * succeeds while one holder is left (the pages are then on every host
+ * that is up). */
 static int write_back(rh_swap *s, uint32_t region, const uintptr_t *pages, size_t n, rh_error *err)
 {
 	const rh_swap_host *h = rh_swap_host_of(s, pages[0]);
@@ -95,6 +89,12 @@ static int write_back(rh_swap *s, uint32_t region, const uintptr_t *pages, size_
 		rh_swap_sum_written(s, pages[i], s->ebuf + i * RH_PAGE_SIZE);
 		sg[i] = (rh_tp_sge){s->ebuf + i * RH_PAGE_SIZE, pages[i], RH_PAGE_SIZE};
 	}
+	const rh_swap_host *copy = h->replica >= 0 ? &s->hosts[h->replica] : NULL;
+	if (copy && (!rh_swap_host_up(s, copy) || s->o.skip_copies))
+		copy = NULL;
+	rh_error cerr;
+	uint64_t cid = rh_swap_wr_id(s);
+	int crc = copy ? rh_tp_write(copy->conn, sg, n, cid, &cerr) : RH_OK;
 	bool held = false;
 	int rc = RH_OK;
 	if (rh_swap_host_up(s, h)) {
@@ -103,12 +103,14 @@ static int write_back(rh_swap *s, uint32_t region, const uintptr_t *pages, size_
 			return rc;
 		held = rc == RH_OK;
 	}
-	const rh_swap_host *copy = h->replica >= 0 ? &s->hosts[h->replica] : NULL;
-	if (copy && rh_swap_host_up(s, copy)) {
-		rc = write_copy(s, copy, sg, n, err);
-		if (rc != RH_OK && !rh_swap_host_failed(s, copy, err))
-			return rc;
-		held |= rc == RH_OK;
+	if (copy) {
+		if (crc == RH_OK)
+			crc = wait_op(s, copy->conn, cid, &cerr);
+		if (crc != RH_OK && !rh_swap_host_failed(s, copy, &cerr)) {
+			*err = cerr;
+			return crc;
+		}
+		held |= crc == RH_OK;
 	}
 	if (!held) /* no holder left: rh_swap_host_failed called the fatal handler */
 		return rh_err_set(err, RH_EPEER, "swap: no memory server left for region %u",

@@ -48,6 +48,7 @@ typedef struct rh_swap_opts {
 	uint32_t fault_threads;    /* without signal_faults: threads reading faults (0: 1) */
 	uint32_t timeout_ms;       /* for each remote operation */
 	bool checksum;             /* CRC32C of each page written back, checked at fetch */
+	bool skip_copies;          /* debug: no writes to the copies (redundancy.write_copies) */
 	const rh_swap_host *hosts; /* copied */
 	size_t n_hosts;
 	/* Called once, from a swap thread, when a remote operation fails: the

@@ -111,8 +111,10 @@ typedef struct rh_config {
 	                        remembered sets from their cards, so that old garbage is seen
 	                        without a full marking (1, default) */
 
-	/* "redundancy": { "mode" }: "none" | "replicate" (docs/resilience.md) */
-	rh_redundancy redundancy;
+	/* "redundancy": { "mode", "write_copies" } (docs/resilience.md) */
+	rh_redundancy redundancy; /* "mode": "none" (default) | "replicate" */
+	int write_copies; /* Debug only: 0 skips the writes to the copies (red.R1), so that a
+	                     test can show the losses the copies survive (1, default) */
 
 	/* "secret_file": path of a file (mode 0600 or stricter) holding the shared secret */
 	char secret_file[RH_PATH_MAX];

@@ -217,13 +217,14 @@ static inline int cluster_write_config(cluster *c, const char *provider,
 	const char *faults = getenv("RHEAP_TEST_FAULTS");
 	/* RHEAP_TEST_CHECKSUM=0 or 1 sets cache.checksum; unset, the default. */
 	const char *sums = getenv("RHEAP_TEST_CHECKSUM");
-	/* RHEAP_TEST_REDUNDANCY=replicate sets redundancy.mode. */
+	/* RHEAP_TEST_REDUNDANCY holds the "redundancy" object's keys, e.g.
+	 * "\"mode\": \"replicate\"". */
 	const char *red = getenv("RHEAP_TEST_REDUNDANCY");
 	FILE *f = fopen(c->config, "w");
 	if (!f)
 		return -1;
 	if (red && *red)
-		fprintf(f, "{\"redundancy\": {\"mode\": \"%s\"},\n ", red);
+		fprintf(f, "{\"redundancy\": {%s},\n ", red);
 	else
 		fputc('{', f);
 	fprintf(f,

@@ -13,7 +13,12 @@
  * - no redundancy, tracer 1 killed (the control): the VM ends with status
  *   RH_EXIT_LOST, as it always has;
  * - replicate, tracers 1 and 2 killed: partition 1 has no copy left, and
- *   the VM ends with RH_EXIT_LOST and a message naming both.
+ *   the VM ends with RH_EXIT_LOST and a message naming both;
+ * - the proof: replicate with the writes to the copies skipped
+ *   (redundancy.write_copies false, a debug switch), tracer 1 killed: the
+ *   first page read from tracer 2's stale copy fails its checksum, and the
+ *   VM ends with RH_EXIT_LOST on that message. So the first case's data
+ *   came through the copies, and a copy that missed a write is caught.
  *
  * usage: test-redundancy TRACERD PROVIDER
  */
@@ -106,10 +111,11 @@ static void vm(cluster *c, int ready)
 /* Start three tracers, run the VM, kill the tracers listed (-1 ends the
  * list) a second in. The VM's exit status (-1: none or a signal), its
  * stderr in out. */
-static int run(const char *mode, const int *kill_idx, char *out, size_t cap)
+static int run(const char *red, const int *kill_idx, char *out, size_t cap)
 {
-	if (mode)
-		setenv("RHEAP_TEST_REDUNDANCY", mode, 1);
+	const char *mode = red ? "replicate" : NULL;
+	if (red)
+		setenv("RHEAP_TEST_REDUNDANCY", red, 1);
 	else
 		unsetenv("RHEAP_TEST_REDUNDANCY");
 	cluster c;
@@ -160,8 +166,9 @@ int main(int argc, char **argv)
 		return 2;
 	char out[8192];
 	static const int one[] = {1, -1}, two[] = {1, 2, -1};
+	const char *replicate = "\"mode\": \"replicate\"";
 
-	int rc = run("replicate", one, out, sizeof out);
+	int rc = run(replicate, one, out, sizeof out);
 	unsigned long long copy_reads = 0;
 	size_t lost = 0;
 	const char *ok = strstr(out, "\nok ");
@@ -184,10 +191,16 @@ int main(int argc, char **argv)
 	      "no redundancy, tracer 1 killed: the VM ended with status %d (got %d)", RH_EXIT_LOST,
 	      rc);
 
-	rc = run("replicate", two, out, sizeof out);
+	rc = run(replicate, two, out, sizeof out);
 	CHECK(rc == RH_EXIT_LOST && strstr(out, "memory server 1") &&
 	              strstr(out, "memory server 2") && strstr(out, "no copy left"),
 	      "replicate, tracers 1 and 2 killed: status %d and both named (got %d: %s)",
+	      RH_EXIT_LOST, rc, out);
+
+	rc = run("\"mode\": \"replicate\", \"write_copies\": false", one, out, sizeof out);
+	CHECK(rc == RH_EXIT_LOST && strstr(out, "memory server 2") && strstr(out, "corrupt page"),
+	      "proof, the copies not written: status %d on a corrupt page from memory server 2 "
+	      "(got %d: %s)",
 	      RH_EXIT_LOST, rc, out);
 	return check_done();
 }

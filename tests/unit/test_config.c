@@ -51,8 +51,9 @@ static int cfg_equal(const rh_config *a, const rh_config *b)
 	    a->offload != b->offload || a->tracer_threads != b->tracer_threads ||
 	    a->copy_threads != b->copy_threads || a->reorder != b->reorder ||
 	    a->verify != b->verify || a->preclean != b->preclean || a->pretouch != b->pretouch ||
-	    a->redundancy != b->redundancy || strcmp(a->secret_file, b->secret_file) ||
-	    a->secret_len != b->secret_len || memcmp(a->secret, b->secret, a->secret_len))
+	    a->redundancy != b->redundancy || a->write_copies != b->write_copies ||
+	    strcmp(a->secret_file, b->secret_file) || a->secret_len != b->secret_len ||
+	    memcmp(a->secret, b->secret, a->secret_len))
 		return 0;
 	for (size_t i = 0; i < a->n_servers; i++)
 		if (strcmp(a->servers[i].host, b->servers[i].host) ||
@@ -204,6 +205,8 @@ static void test_round_trip(void)
 	        "{'gc':{'order':'dfs-strict'}}",
 	        "{'servers':[{'host':'a','port':1},{'host':'b','port':1}],'secret_file':'good.key',"
 	        "'gc':{'offload':false},'redundancy':{'mode':'replicate'}}",
+	        "{'servers':[{'host':'a','port':1},{'host':'b','port':1}],'secret_file':'good.key',"
+	        "'gc':{'offload':false},'redundancy':{'mode':'replicate','write_copies':false}}",
 	        /* needs all 17 digits to come back as the same double */
 	        "{'gc':{'young_fraction':0.30000000000000004}}",
 	};
