@@ -84,6 +84,14 @@ static bool host_down(rh_remote *r, size_t i)
 	return r->down && atomic_load(&r->down[i]);
 }
 
+static bool has_on_loss(rh_remote *r)
+{
+	pthread_mutex_lock(&r->lock);
+	bool yes = r->on_loss != NULL;
+	pthread_mutex_unlock(&r->lock);
+	return yes;
+}
+
 /* Host i is lost (why). True if the heap is lost with it: the fatal
  * handler was called. With redundancy, on_loss decides (red.R4): a host
  * whose partitions keep a copy elsewhere is only marked down. */
@@ -709,7 +717,7 @@ int rh_remote_free(rh_remote *r, const uint32_t *regions, size_t n, uint32_t reg
 			sent[i] = true;
 			/* A host that cannot be sent to is lost; with its
 			 * partition copied elsewhere, the free goes on. */
-			if (rc != RH_OK && !lose(r, i, err->msg)) {
+			if (rc != RH_OK && has_on_loss(r) && !lose(r, i, err->msg)) {
 				rc = RH_OK;
 				sent[i] = false;
 				break;
