@@ -90,11 +90,14 @@ static int write_back(rh_swap *s, uint32_t region, const uintptr_t *pages, size_
 		sg[i] = (rh_tp_sge){s->ebuf + i * RH_PAGE_SIZE, pages[i], RH_PAGE_SIZE};
 	}
 	const rh_swap_host *copy = h->replica >= 0 ? &s->hosts[h->replica] : NULL;
-	if (copy && (!rh_swap_host_up(s, copy) || s->o.skip_copies))
+	if (copy && !rh_swap_host_up(s, copy))
 		copy = NULL;
+	/* The debug switch skips only the second write, while the owner is up:
+	 * once it is lost the copy is where pages go, as in any degraded run. */
+	bool skipped = copy && s->o.skip_copies && rh_swap_host_up(s, h);
 	rh_error cerr;
 	uint64_t cid = rh_swap_wr_id(s);
-	int crc = copy ? rh_tp_write(copy->conn, sg, n, cid, &cerr) : RH_OK;
+	int crc = copy && !skipped ? rh_tp_write(copy->conn, sg, n, cid, &cerr) : RH_OK;
 	bool held = false;
 	int rc = RH_OK;
 	if (rh_swap_host_up(s, h)) {
@@ -103,7 +106,9 @@ static int write_back(rh_swap *s, uint32_t region, const uintptr_t *pages, size_
 			return rc;
 		held = rc == RH_OK;
 	}
-	if (copy) {
+	if (skipped && !held)
+		crc = rh_tp_write(copy->conn, sg, n, cid, &cerr);
+	if (copy && (!skipped || !held)) {
 		if (crc == RH_OK)
 			crc = wait_op(s, copy->conn, cid, &cerr);
 		if (crc != RH_OK && !rh_swap_host_failed(s, copy, &cerr)) {
