@@ -503,15 +503,7 @@ static void finish(rh_heap *h)
 	}
 	rh_remsets_drop_freed(h);
 	rh_region_flush_freed(h);
-	h->sz.live_after_full = live_total;
-	h->sz.full_due = false;
-	if (old_total) {
-		double share = (double)live_total / (double)old_total;
-		if (share > 0.75 && h->sz.full_growth < 8)
-			h->sz.full_growth *= 2;
-		else if (share < 0.5 && h->sz.full_growth > 2)
-			h->sz.full_growth /= 2;
-	}
+	rh_sizing_marked(h, live_total, old_total);
 	set_phase(c, RH_CM_IDLE);
 	start_clearing(h);
 	uint64_t took = rh_now_ns() - c->t_start;

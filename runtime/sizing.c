@@ -393,20 +393,20 @@ static void size_eden(rh_gc *g)
 		sz->full_due = true;
 }
 
-/* A full collection that finds most of the heap live (a program building
- * its long-lived data) was too early: let the old generation grow further
- * before the next. One that frees most of it comes back toward the
- * default. */
-static void after_full(rh_gc *g)
+/* A marking (a full collection, or a concurrent cycle's finish) that finds
+ * most of what it covered live (a program building its long-lived data)
+ * came too early: let the old generation grow further before the next. One
+ * that frees most of it comes back toward the default. */
+void rh_sizing_marked(rh_heap *h, uint64_t live, uint64_t set)
 {
-	rh_sizing *sz = &g->h->sz;
-	sz->live_after_full = g->h->marker.bytes_marked;
+	rh_sizing *sz = &h->sz;
+	sz->live_after_full = live;
 	sz->full_due = false;
-	if (g->set_bytes) {
-		double live = (double)sz->live_after_full / (double)g->set_bytes;
-		if (live > 0.75 && sz->full_growth < 8)
+	if (set) {
+		double share = (double)live / (double)set;
+		if (share > 0.75 && sz->full_growth < 8)
 			sz->full_growth *= 2;
-		else if (live < 0.5 && sz->full_growth > 2)
+		else if (share < 0.5 && sz->full_growth > 2)
 			sz->full_growth /= 2;
 	}
 }
@@ -414,7 +414,7 @@ static void after_full(rh_gc *g)
 void rh_sizing_after(rh_gc *g)
 {
 	if (g->kind == RH_GC_FULL) {
-		after_full(g);
+		rh_sizing_marked(g->h, g->h->marker.bytes_marked, g->set_bytes);
 	} else {
 		measure(g);
 		choose_tenure(g);
