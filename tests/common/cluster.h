@@ -417,6 +417,28 @@ static inline rh_heap *cluster_open(cluster *c, rh_error *err)
 	return NULL;
 }
 
+/* In a forked VM: the cluster's heap, a byte-array type "bytes" in *bytes
+ * and this thread attached in *m. On failure the VM exits 3, the reason on
+ * stderr. */
+static inline rh_heap *cluster_vm_open(cluster *c, rh_type_id *bytes, rh_mutator **m)
+{
+	rh_error err;
+	rh_heap *h = cluster_open(c, &err);
+	if (!h) {
+		fprintf(stderr, "open: %s\n", err.msg);
+		_exit(3);
+	}
+	rh_type_desc d = {
+	        .name = "bytes", .layout = RH_LAYOUT_BYTE_ARRAY, .size = 16, .elem_size = 1};
+	*bytes = rh_type_register(h, &d, &err);
+	*m = rh_mutator_attach(h, &err);
+	if (!*m) {
+		fprintf(stderr, "attach: %s\n", err.msg);
+		_exit(3);
+	}
+	return h;
+}
+
 /* Tracer i's log so far (started with cluster_tracers.log), NUL-terminated
  * and truncated to cap. */
 static inline const char *cluster_log(const cluster *c, int i, char *buf, size_t cap)

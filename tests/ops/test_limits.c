@@ -24,16 +24,9 @@ static pid_t spawn_vm(cluster *c, unsigned rounds, int *errfd)
 	pid_t vm = proc_fork(PROC_STDERR, errfd);
 	if (vm != 0)
 		return vm;
-	rh_error err;
-	rh_heap *h = cluster_open(c, &err);
-	if (!h) {
-		fprintf(stderr, "open: %s\n", err.msg);
-		_exit(3);
-	}
-	rh_type_desc d = {
-	        .name = "bytes", .layout = RH_LAYOUT_BYTE_ARRAY, .size = 16, .elem_size = 1};
-	rh_type_id t = rh_type_register(h, &d, &err);
-	rh_mutator *m = rh_mutator_attach(h, &err);
+	rh_type_id t;
+	rh_mutator *m;
+	rh_heap *h = cluster_vm_open(c, &t, &m);
 	void *slots[40] = {0};
 	rh_frame f;
 	rh_push_frame(m, &f, slots, 40);

@@ -52,16 +52,9 @@ static uint8_t pattern(unsigned r, unsigned k, size_t i)
  * and stderr; 6 with the first wrong byte named. */
 static void vm(cluster *c, int ready)
 {
-	rh_error err;
-	rh_heap *h = cluster_open(c, &err);
-	if (!h) {
-		fprintf(stderr, "open: %s\n", err.msg);
-		_exit(3);
-	}
-	rh_type_desc d = {
-	        .name = "bytes", .layout = RH_LAYOUT_BYTE_ARRAY, .size = 16, .elem_size = 1};
-	rh_type_id t = rh_type_register(h, &d, &err);
-	rh_mutator *m = rh_mutator_attach(h, &err);
+	rh_type_id t;
+	rh_mutator *m;
+	rh_heap *h = cluster_vm_open(c, &t, &m);
 	void *slots[ARRAYS] = {0};
 	unsigned round_of[ARRAYS] = {0};
 	rh_frame f;

@@ -83,18 +83,9 @@ static void test_lost_tracer(cluster *c, int sig, double limit_s)
 		return;
 	}
 	if (vm == 0) {
-		rh_error err;
-		rh_heap *h = cluster_open(c, &err);
-		if (!h) {
-			fprintf(stderr, "open: %s\n", err.msg);
-			_exit(3);
-		}
-		rh_type_desc d = {.name = "bytes",
-		                  .layout = RH_LAYOUT_BYTE_ARRAY,
-		                  .size = 16,
-		                  .elem_size = 1};
-		rh_type_id t = rh_type_register(h, &d, &err);
-		rh_mutator *m = rh_mutator_attach(h, &err);
+		rh_type_id t;
+		rh_mutator *m;
+		cluster_vm_open(c, &t, &m);
 		void *slots[24] = {0};
 		rh_frame f;
 		rh_push_frame(m, &f, slots, 24);
