@@ -25,6 +25,11 @@
  *                        with RH_EXIT_LOST naming it, no hang
  *   kill-cssc            tracer 0 killed as a CSSC hands regions to the
  *                        tracers: the same
+ *   replicate-kill       torture-offload-off with "redundancy": {"mode":
+ *                        "replicate"} (docs/resilience.md), tracer 0
+ *                        SIGKILLed a third of the way: nothing lost, the
+ *                        verifier clean after every pause, one server lost
+ *                        and pages read from the copy tracer 1 keeps
  *
  * The graph is a forest: every reachable node has exactly one reachable
  * parent (an anchor slot or a node field). Mutations only move edges (the
@@ -761,6 +766,28 @@ static void final_traversal(void)
 
 /* The torture body shared by every mode that mutates: build, mutate,
  * check. offload: what the config says, for the assertions. */
+/* replicate-kill: tracer 0 dies once a third of the mutations ran. */
+static struct {
+	bool on;
+	cluster *c;
+	pthread_t th;
+	double at_s; /* when it was killed, or 0 */
+} killer;
+
+static void *killer_main(void *arg)
+{
+	(void)arg;
+	while (atomic_load(&steps_left) > opts.mutations * 2 / 3)
+		usleep(1000);
+	kill(killer.c->pid[0], SIGKILL);
+	waitpid(killer.c->pid[0], NULL, 0);
+	killer.c->pid[0] = 0;
+	killer.at_s = dgc_now_s();
+	printf("# tracer 0 killed after %ld of %ld mutations\n",
+	       opts.mutations - atomic_load(&steps_left), opts.mutations);
+	return NULL;
+}
+
 static void torture(cluster *c, int offload)
 {
 	rh_mutator *m = open_heap(c);
@@ -774,7 +801,13 @@ static void torture(cluster *c, int offload)
 
 	atomic_store(&steps_left, opts.mutations);
 	t_mutate0 = dgc_now_s();
+	if (killer.on) {
+		killer.c = c;
+		pthread_create(&killer.th, NULL, killer_main, NULL);
+	}
 	run_threads(m, mutate_main);
+	if (killer.on)
+		pthread_join(killer.th, NULL);
 	double dt = dgc_now_s() - t_mutate0;
 	uint64_t steps = 0, moves = 0, amoves = 0, cuts = 0, inserts = 0;
 	for (int t = 0; t < THREADS; t++) {
@@ -828,6 +861,14 @@ static void torture(cluster *c, int offload)
 			      (unsigned long long)cycles);
 		}
 	} else {
+		if (killer.on) {
+			CHECK(killer.at_s > 0, "tracer 0 was killed while the mutators ran");
+			CHECK(s.servers_lost == 1, "the heap counted one server lost (%llu)",
+			      (unsigned long long)s.servers_lost);
+			CHECK(s.pages_from_copy > 0,
+			      "pages were read from the copy tracer 1 keeps (%llu)",
+			      (unsigned long long)s.pages_from_copy);
+		}
 		CHECK(s.regions_marked_remote == 0 && s.regions_evacuated_remote == 0 &&
 		              s.bytes_copied_remote == 0,
 		      "offload off: tracers marked %llu and evacuated %llu regions (want none)",
@@ -1403,7 +1444,7 @@ int main(int argc, char **argv)
 		        "usage: %s TRACERD PROVIDER MODE [mutations [live MiB [pauses]]]\n"
 		        "modes: torture torture-offload-off torture-threads remark-off pins "
 		        "kill-msct\n"
-		        "       kill-cssc\n"
+		        "       kill-cssc replicate-kill\n"
 		        "       torture-concentrated (remark-off's workload with the remark on)\n",
 		        argv[0]);
 		return 2;
@@ -1447,6 +1488,14 @@ int main(int argc, char **argv)
 		if (start(&c, 0.10, 10000, offload, 1, 1) < 0)
 			return 2;
 		torture(&c, offload);
+	} else if (!strcmp(mode, "replicate-kill")) {
+		/* The offload-off torture on replicated partitions; the timeout
+		 * of 2 s bounds how long a dead tracer's loss may take to see. */
+		setenv("RHEAP_TEST_REDUNDANCY", "\"mode\": \"replicate\"", 1);
+		killer.on = true;
+		if (start(&c, 0.10, 2000, 0, 1, 1) < 0)
+			return 2;
+		torture(&c, 0);
 	} else if (!strcmp(mode, "torture-concentrated")) {
 		/* The control for remark-off: its workload with the remark on
 		 * must lose nothing. */
