@@ -372,8 +372,36 @@ static int check_redundancy(const struct ctx *c, const rh_config *cfg)
 	if (cfg->redundancy != RH_REDUNDANCY_NONE && cfg->redundancy != RH_REDUNDANCY_REPLICATE)
 		return fail(c, "redundancy.mode", "expected \"none\" or \"replicate\", got %d",
 		            (int)cfg->redundancy);
-	if (cfg->redundancy == RH_REDUNDANCY_NONE)
+	if (cfg->n_spares > RH_MAX_SPARES)
+		return fail(c, "redundancy.spares", "%zu spares given; at most %d are allowed",
+		            cfg->n_spares, RH_MAX_SPARES);
+	char key[64];
+	for (size_t i = 0; i < cfg->n_spares; i++) {
+		const rh_server_config *sp = &cfg->spares[i];
+		snprintf(key, sizeof key, "redundancy.spares[%zu].host", i);
+		if (!memchr(sp->host, 0, RH_HOST_MAX) || sp->host[0] == 0)
+			return fail(c, key, "must be 1 to %d bytes", RH_HOST_MAX - 1);
+		snprintf(key, sizeof key, "redundancy.spares[%zu]", i);
+		if (sp->port == 0)
+			return range_fail(c, key, 0, 1, 65535);
+		for (size_t j = 0; j < cfg->n_servers; j++)
+			if (cfg->servers[j].port == sp->port &&
+			    !strcmp(cfg->servers[j].host, sp->host))
+				return fail(c, key, "same host and port as servers[%zu] (%s:%u)", j,
+				            sp->host, sp->port);
+		for (size_t j = 0; j < i; j++)
+			if (cfg->spares[j].port == sp->port &&
+			    !strcmp(cfg->spares[j].host, sp->host))
+				return fail(c, key, "same host and port as redundancy.spares[%zu]",
+				            j);
+	}
+	if (cfg->redundancy == RH_REDUNDANCY_NONE) {
+		if (cfg->n_spares)
+			return fail(c, "redundancy.spares",
+			            "a spare takes a lost server's place from its copies: it needs "
+			            "\"mode\": \"replicate\"");
 		return 0;
+	}
 	if (cfg->n_servers < 2)
 		return fail(c, "redundancy.mode",
 		            "\"replicate\" keeps each partition's copy on another memory server: "
@@ -691,7 +719,8 @@ static int j_order(const struct ctx *c, const json_t *v, rh_order *out)
 
 static const char *const top_keys[] = {"heap", "cache",       "transport",  "servers",
                                        "gc",   "secret_file", "redundancy", NULL};
-static const char *const redundancy_keys[] = {"mode", "write_copies", NULL};
+static const char *const redundancy_keys[] = {"mode", "write_copies", "spares", NULL};
+static const char *const spare_keys[] = {"host", "port", NULL};
 static const char *const heap_keys[] = {"base", "size", "region_size", NULL};
 static const char *const cache_keys[] = {
         "fraction", "faults", "fault_spin_us", "readahead", "readahead_adaptive", "checksum", NULL};
@@ -703,6 +732,31 @@ static const char *const gc_keys[] = {
         "copy_threads",    "preclean", "pretouch",       "refresh",        NULL};
 
 #define GET(obj, k) json_object_get(obj, k)
+
+/* host and port of one entry of an array of servers (servers[], spares[]). */
+static int parse_address(const struct ctx *c, const char *path, const json_t *e,
+                         rh_server_config *sc)
+{
+	char key[64];
+	const char *host = NULL;
+	long long port = -1;
+	int rc;
+	snprintf(key, sizeof key, "%s.host", path);
+	if ((rc = j_str(c, key, GET(e, "host"), &host)))
+		return rc;
+	if (!host)
+		return fail(c, key, "missing");
+	if (strlen(host) >= RH_HOST_MAX)
+		return fail(c, key, "longer than %d bytes", RH_HOST_MAX - 1);
+	strcpy(sc->host, host);
+	snprintf(key, sizeof key, "%s.port", path);
+	if ((rc = j_int(c, key, GET(e, "port"), 1, 65535, &port)))
+		return rc;
+	if (port < 0)
+		return fail(c, key, "missing");
+	sc->port = (uint16_t)port;
+	return 0;
+}
 
 static int parse_servers(const struct ctx *c, const json_t *arr, rh_config *cfg)
 {
@@ -719,24 +773,9 @@ static int parse_servers(const struct ctx *c, const json_t *arr, rh_config *cfg)
 		const json_t *s = json_array_get(arr, i);
 		rh_server_config *sc = &cfg->servers[i];
 		snprintf(path, sizeof path, "servers[%zu]", i);
-		if ((rc = check_object(c, s, path, server_keys)))
+		if ((rc = check_object(c, s, path, server_keys)) ||
+		    (rc = parse_address(c, path, s, sc)))
 			return rc;
-		const char *host = NULL;
-		long long port = -1;
-		snprintf(key, sizeof key, "%s.host", path);
-		if ((rc = j_str(c, key, GET(s, "host"), &host)))
-			return rc;
-		if (!host)
-			return fail(c, key, "missing");
-		if (strlen(host) >= RH_HOST_MAX)
-			return fail(c, key, "longer than %d bytes", RH_HOST_MAX - 1);
-		strcpy(sc->host, host);
-		snprintf(key, sizeof key, "%s.port", path);
-		if ((rc = j_int(c, key, GET(s, "port"), 1, 65535, &port)))
-			return rc;
-		if (port < 0)
-			return fail(c, key, "missing");
-		sc->port = (uint16_t)port;
 		snprintf(key, sizeof key, "%s.partition_size", path);
 		if ((rc = j_size(c, key, GET(s, "partition_size"), &sc->partition_size)))
 			return rc;
@@ -786,6 +825,29 @@ static int parse_gc(const struct ctx *c, const json_t *gc, rh_config *cfg)
 	return 0;
 }
 
+static int parse_spares(const struct ctx *c, const json_t *arr, rh_config *cfg)
+{
+	if (!arr)
+		return 0;
+	if (!json_is_array(arr))
+		return fail(c, "redundancy.spares", "expected an array, got %s", jtype(arr));
+	if (json_array_size(arr) > RH_MAX_SPARES)
+		return fail(c, "redundancy.spares", "%zu spares given; at most %d are allowed",
+		            json_array_size(arr), RH_MAX_SPARES);
+	char path[48];
+	int rc;
+	for (size_t i = 0; i < json_array_size(arr); i++) {
+		const json_t *e = json_array_get(arr, i);
+		snprintf(path, sizeof path, "redundancy.spares[%zu]", i);
+		if ((rc = check_object(c, e, path, spare_keys)) ||
+		    (rc = parse_address(c, path, e, &cfg->spares[i])))
+			return rc;
+		cfg->spares[i].partition_size = 0;
+	}
+	cfg->n_spares = json_array_size(arr);
+	return 0;
+}
+
 static const char *const redundancy_names[] = {"none", "replicate"};
 #define N_REDUNDANCY (sizeof redundancy_names / sizeof redundancy_names[0])
 
@@ -798,7 +860,8 @@ static int parse_redundancy(const struct ctx *c, const json_t *red, rh_config *c
 	if ((rc = check_object(c, red, "redundancy", redundancy_keys)) ||
 	    (rc = j_str(c, "redundancy.mode", GET(red, "mode"), &mode)) ||
 	    (rc = j_bool(c, "redundancy.write_copies", GET(red, "write_copies"),
-	                 &cfg->write_copies)))
+	                 &cfg->write_copies)) ||
+	    (rc = parse_spares(c, GET(red, "spares"), cfg)))
 		return rc;
 	if (!mode)
 		return 0;
@@ -1071,6 +1134,18 @@ char *rh_config_to_json(const rh_config *cfg)
 		    &ok);
 		if (!cfg->write_copies) /* a debug switch: only shown when set */
 			put(red, "write_copies", json_boolean(0), &ok);
+		if (cfg->n_spares) {
+			json_t *arr = json_array();
+			for (size_t i = 0; arr && i < cfg->n_spares && i < RH_MAX_SPARES; i++) {
+				json_t *e = json_object();
+				put(e, "host", bounded_string(cfg->spares[i].host, RH_HOST_MAX),
+				    &ok);
+				put(e, "port", json_integer(cfg->spares[i].port), &ok);
+				if (!e || json_array_append_new(arr, e))
+					ok = 0;
+			}
+			put(red, "spares", arr, &ok);
+		}
 		put(root, "redundancy", red, &ok);
 	}
 	if (cfg->secret_file[0])

@@ -115,6 +115,11 @@ static void write_status(server *s)
 		json_object_set_new(j, "regions_evacuated",
 		                    json_integer((json_int_t)ds.regions_evacuated));
 		json_object_set_new(j, "bytes_copied", json_integer((json_int_t)ds.bytes_copied));
+		/* red.S1: a spare, and the partition it took over (-1: none yet). */
+		json_object_set_new(j, "spare", json_boolean(s->o->spare));
+		json_object_set_new(
+		        j, "partition",
+		        json_integer(s->host.data ? (json_int_t)s->host.part.index : -1));
 		/* red.P1: the copy this tracer keeps, and what it holds. */
 		json_object_set_new(
 		        j, "copy_of",
@@ -341,8 +346,16 @@ static int check_memory(server *s, rh_tp_conn *c, uint64_t now, rh_error *err)
 static int check_hello(server *s, const rh_msg_hello *h, char *why, size_t n)
 {
 	const rh_config *cfg = s->o->cfg;
-	const rh_partition *p = &s->host.part;
-	if (h->partition != s->o->index)
+	/* red.S1: a spare hosts whichever partition the CPU server names. */
+	uint32_t index = s->o->spare ? h->partition : s->o->index;
+	rh_partition part = {0};
+	if (s->o->spare && h->partition < cfg->n_servers)
+		rh_partition_of(cfg, h->partition, &part);
+	const rh_partition *p = s->o->spare ? &part : &s->host.part;
+	if (s->o->spare && h->partition >= cfg->n_servers)
+		snprintf(why, n, "CPU server names partition %u for spare %u; the config has %zu",
+		         h->partition, s->o->index, cfg->n_servers);
+	else if (!s->o->spare && h->partition != s->o->index)
 		snprintf(why, n, "CPU server expects partition %u, this tracer hosts %u",
 		         h->partition, s->o->index);
 	else if (h->heap_base != cfg->heap_base || h->heap_size != cfg->heap_size ||
@@ -357,12 +370,12 @@ static int check_hello(server *s, const rh_msg_hello *h, char *why, size_t n)
 		snprintf(why, n, "partition mismatch: CPU server %#llx+%llu, tracer %#llx+%llu",
 		         (unsigned long long)h->part_base, (unsigned long long)h->part_size,
 		         (unsigned long long)p->base, (unsigned long long)p->size);
-	else if (h->replica != (uint32_t)(rh_replica_kept_by(cfg, s->o->index) + 1))
+	else if (h->replica != (uint32_t)(rh_replica_kept_by(cfg, index) + 1))
 		snprintf(why, n,
-		         "redundancy mismatch: the CPU server expects this tracer to keep %s, it "
-		         "keeps %s (same redundancy.mode on every node?)",
+		         "redundancy mismatch: the CPU server expects this tracer to keep %s, its "
+		         "config says %s (same redundancy.mode on every node?)",
 		         h->replica ? "a partition's copy" : "no copy",
-		         s->host.rdata ? "a partition's copy" : "none");
+		         rh_replica_kept_by(cfg, index) >= 0 ? "one" : "none");
 	else
 		return 0;
 	return -1;
@@ -427,6 +440,10 @@ static int serve(server *s, rh_error *err)
 	}
 
 	rh_host *h = &s->host;
+	if (s->o->spare && (rc = rh_host_open(h, cfg, m.u.hello.partition, err)) != RH_OK) {
+		send_error(s, c, rc, err->msg);
+		return rc;
+	}
 	if ((rc = rh_tp_reg(c, h->data, h->part.size, h->data_fd, 0, RH_TP_REMOTE | RH_TP_LOCAL,
 	                    err)) != RH_OK ||
 	    (rc = rh_tp_reg(c, h->meta, h->part.meta_size, h->meta_fd, 0,
@@ -619,15 +636,16 @@ static void release_session(server *s)
 static int next_session(server *s, rh_error *err)
 {
 	release_session(s);
-	int rc = rh_host_open(&s->host, s->o->cfg, s->o->index, err);
+	/* A spare maps its partition when a CPU server names it. */
+	int rc = s->o->spare ? RH_OK : rh_host_open(&s->host, s->o->cfg, s->o->index, err);
 	pthread_mutex_lock(&s->conn_lock);
 	s->claimed = rc != RH_OK;
 	s->ending = false;
 	pthread_cond_broadcast(&s->conn_cond);
 	pthread_mutex_unlock(&s->conn_lock);
 	if (rc == RH_OK)
-		rh_log(RH_LOG_INFO, "tracerd", "partition %u released; waiting for a CPU server",
-		       s->o->index);
+		rh_log(RH_LOG_INFO, "tracerd", "%s %u released; waiting for a CPU server",
+		       s->o->spare ? "spare" : "partition", s->o->index);
 	return rc;
 }
 
@@ -639,8 +657,9 @@ static int start_listening(server *s, rh_error *err)
 	                        .secret = cfg->secret,
 	                        .secret_len = cfg->secret_len,
 	                        .timeout_ms = cfg->timeout_ms};
-	const char *host = o->listen_host ? o->listen_host : cfg->servers[o->index].host;
-	uint16_t port = o->listen_host ? o->listen_port : cfg->servers[o->index].port;
+	const rh_server_config *at = o->spare ? &cfg->spares[o->index] : &cfg->servers[o->index];
+	const char *host = o->listen_host ? o->listen_host : at->host;
+	uint16_t port = o->listen_host ? o->listen_port : at->port;
 	int rc = rh_tp_listen(&s->topts, host, port, &s->listener, err);
 	if (rc != RH_OK)
 		return rc;
@@ -653,8 +672,8 @@ static int start_listening(server *s, rh_error *err)
 	if (!strcmp(cfg->provider, "verbs"))
 		n = 1;
 	rh_log(RH_LOG_INFO, "tracerd",
-	       "partition %u listening on %s:%u (%s, at most %d handshakes at once)", o->index,
-	       host, s->port, cfg->provider, n);
+	       "%s %u listening on %s:%u (%s, at most %d handshakes at once)",
+	       o->spare ? "spare" : "partition", o->index, host, s->port, cfg->provider, n);
 	for (s->n_hs = 0; s->n_hs < n; s->n_hs++)
 		if (pthread_create(&s->hs[s->n_hs], NULL, handshaker_main, s) != 0)
 			return rh_err_set(err, RH_ENOMEM, "tracer: cannot start handshake threads");
@@ -680,7 +699,8 @@ int rh_server_run(const rh_server_opts *o, rh_error *err)
 	pthread_cond_init(&s->conn_cond, NULL);
 	rh_typetab_init(&s->types);
 	const rh_config *cfg = o->cfg;
-	int rc = rh_host_open(&s->host, cfg, o->index, err);
+	s->host.data_fd = s->host.meta_fd = s->host.rdata_fd = -1;
+	int rc = o->spare ? RH_OK : rh_host_open(&s->host, cfg, o->index, err);
 	if (rc != RH_OK)
 		goto out;
 	uint64_t pinned = s->host.part.size + (s->host.rdata ? s->host.rpart.size : 0);

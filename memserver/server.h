@@ -18,7 +18,8 @@
 
 typedef struct rh_server_opts {
 	const rh_config *cfg;
-	uint32_t index;
+	uint32_t index;          /* the server's index, or with spare the spare's */
+	bool spare;              /* red.S1: a spare, whose partition the CPU server names */
 	const char *listen_host; /* NULL: the config's host for this index */
 	uint16_t listen_port;    /* 0 with listen_host NULL: the config's port */
 	const char *status_path; /* JSON status file, rewritten each second; NULL = none */

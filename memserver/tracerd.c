@@ -13,14 +13,16 @@
 
 static void usage(FILE *f)
 {
-	fputs("usage: rheap-tracerd --config FILE --index N [options]\n"
+	fputs("usage: rheap-tracerd --config FILE (--index N | --spare K) [options]\n"
 	      "\n"
 	      "Hosts partition N of the heap described by FILE (the same JSON config as the\n"
 	      "CPU server) and serves one CPU server after another: when one leaves or is\n"
 	      "lost, it releases all its memory and waits for the next.\n"
 	      "\n"
 	      "  -c, --config FILE      heap configuration (required)\n"
-	      "  -i, --index N          which server of the config this is (required)\n"
+	      "  -i, --index N          which server of the config this is\n"
+	      "  -S, --spare K          be spare K of redundancy.spares instead: host the\n"
+	      "                         partition of whichever server the CPU server replaces\n"
 	      "  -l, --listen HOST:PORT listen here instead of the config's host and port\n"
 	      "  -f, --foreground       do not detach from the terminal\n"
 	      "  -s, --status FILE      keep a JSON status file (state, bytes held, heartbeat)\n"
@@ -70,6 +72,7 @@ int main(int argc, char **argv)
 {
 	static const struct option opts[] = {{"config", required_argument, NULL, 'c'},
 	                                     {"index", required_argument, NULL, 'i'},
+	                                     {"spare", required_argument, NULL, 'S'},
 	                                     {"listen", required_argument, NULL, 'l'},
 	                                     {"foreground", no_argument, NULL, 'f'},
 	                                     {"status", required_argument, NULL, 's'},
@@ -82,10 +85,10 @@ int main(int argc, char **argv)
 	                                     {"version", no_argument, NULL, 'V'},
 	                                     {NULL, 0, NULL, 0}};
 	const char *config = NULL, *listen = NULL, *status = NULL;
-	long index = -1, wait_ms = -1, handshakes = 0;
+	long index = -1, spare = -1, wait_ms = -1, handshakes = 0;
 	uint64_t memory_limit = 0;
 	int foreground = 0, once = 0;
-	for (int c; (c = getopt_long(argc, argv, "c:i:l:fs:w:1m:H:L:hV", opts, NULL)) != -1;) {
+	for (int c; (c = getopt_long(argc, argv, "c:i:S:l:fs:w:1m:H:L:hV", opts, NULL)) != -1;) {
 		char *end;
 		switch (c) {
 		case 'c':
@@ -96,6 +99,14 @@ int main(int argc, char **argv)
 			if (*end || index < 0 || index >= RH_MAX_SERVERS) {
 				fprintf(stderr, "rheap-tracerd: --index: '%s' is not 0..%d\n",
 				        optarg, RH_MAX_SERVERS - 1);
+				return 2;
+			}
+			break;
+		case 'S':
+			spare = strtol(optarg, &end, 10);
+			if (*end || spare < 0 || spare >= RH_MAX_SPARES) {
+				fprintf(stderr, "rheap-tracerd: --spare: '%s' is not 0..%d\n",
+				        optarg, RH_MAX_SPARES - 1);
 				return 2;
 			}
 			break;
@@ -161,10 +172,11 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (!config || index < 0 || optind != argc) {
+	if (!config || (index < 0) == (spare < 0) || optind != argc) {
 		fprintf(stderr, "rheap-tracerd: %s\n",
 		        optind != argc ? "unexpected arguments"
-		                       : "--config and --index are required");
+		        : index >= 0   ? "--index and --spare exclude each other"
+		                       : "--config and --index (or --spare) are required");
 		usage(stderr);
 		return 2;
 	}
@@ -175,13 +187,19 @@ int main(int argc, char **argv)
 		fprintf(stderr, "rheap-tracerd: %s\n", err.msg);
 		return 2;
 	}
-	if ((size_t)index >= cfg.n_servers) {
+	if (spare < 0 && (size_t)index >= cfg.n_servers) {
 		fprintf(stderr, "rheap-tracerd: --index %ld: %s lists %zu memory servers\n", index,
 		        config, cfg.n_servers);
 		return 2;
 	}
+	if (spare >= 0 && (size_t)spare >= cfg.n_spares) {
+		fprintf(stderr, "rheap-tracerd: --spare %ld: %s lists %zu spares\n", spare, config,
+		        cfg.n_spares);
+		return 2;
+	}
 	rh_server_opts so = {.cfg = &cfg,
-	                     .index = (uint32_t)index,
+	                     .index = (uint32_t)(spare >= 0 ? spare : index),
+	                     .spare = spare >= 0,
 	                     .status_path = status,
 	                     .accept_timeout_ms = (int)wait_ms,
 	                     .memory_limit = memory_limit,

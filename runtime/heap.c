@@ -132,7 +132,10 @@ static void heap_fatal(void *data, const rh_error *err)
 static bool heap_lost(void *data, size_t host, const rh_error *err)
 {
 	rh_heap *h = data;
-	return rh_swap_host_lost(h->swap, host, err);
+	bool survived = rh_swap_host_lost(h->swap, host, err);
+	if (survived)
+		rh_rebuild_kick(h); /* red.S1: a spare, if one is left */
+	return survived;
 }
 
 void rh_heap_fail(rh_heap *hp, const rh_error *err)
@@ -190,6 +193,8 @@ static int open_remote(rh_heap *h, rh_error *err)
 	rc = rh_swap_open(&so, &h->swap, err);
 	if (rc == RH_OK && h->cfg.redundancy != RH_REDUNDANCY_NONE)
 		rh_remote_on_loss(h->remote, heap_lost, h);
+	if (rc == RH_OK && rh_rebuild_init(h) != RH_OK)
+		rc = rh_err_set(err, RH_EIO, "heap: cannot start the rebuild thread");
 	return rc;
 }
 
@@ -345,7 +350,9 @@ void rh_heap_close(rh_heap *h)
 		       (unsigned long long)h->refresh.targets_dropped,
 		       (unsigned long long)h->refresh.targets_held, (double)h->refresh.ns / 1e6);
 	rh_refresh_fini(h);
-	/* Swap first: its threads use the connections the remote owns. */
+	/* The rebuild first (it uses both), then swap: its threads use the
+	 * connections the remote owns. */
+	rh_rebuild_stop(h);
 	rh_swap_close(h->swap);
 	rh_remote_close(h->remote);
 	free(h->freed);

@@ -31,6 +31,7 @@
 #include "runtime/cmark.h"
 #include "runtime/preclean.h"
 #include "runtime/pretouch.h"
+#include "runtime/rebuild.h"
 #include "runtime/scratch.h"
 #include "runtime/cssc.h"
 #include "runtime/fullmark.h"
@@ -201,6 +202,7 @@ struct rh_heap {
 	rh_refresh refresh;  /* target queues rebuilt from their cards (refresh.h) */
 	rh_preclean pc;      /* cleaning ahead of the tracers' full marking (preclean.h) */
 	rh_pretouch pt;      /* readying free regions between pauses (pretouch.h) */
+	rh_rebuild rb;       /* spares taking lost servers' places (rebuild.h) */
 	rh_scratch scratch;  /* the pauses' work lists, kept between pauses (scratch.h) */
 };
 

@@ -55,17 +55,32 @@ struct rh_remote {
 	atomic_bool *down;
 	bool (*on_loss)(void *data, size_t host, const rh_error *err);
 	void *loss_data;
+	/* red.S3: a spare's host waiting for the monitor to install it in
+	 * slot pending_i (under lock); the connections it replaced, closed at
+	 * the end (a thread that chose one may still use it). */
+	rh_swap_host pending;
+	size_t pending_i;
+	bool has_pending;
+	rh_tp_conn *retired[RH_MAX_SPARES + RH_MAX_SERVERS];
+	size_t n_retired;
 	uint32_t seq;
 	void (*fatal)(void *data, const rh_error *err);
 	void *fatal_data;
 };
 
-static int send_to(rh_remote *r, size_t i, rh_msg *m, rh_error *err)
+/* Send m on conn, the connection of the host named `name`; conn NULL: the
+ * connection of host i, read under the send lock (red.S3 switches it). */
+static int send_conn(rh_remote *r, size_t i, rh_tp_conn *conn, const char *name, rh_msg *m,
+                     rh_error *err)
 {
+	char who[sizeof r->hosts[0].name];
 	pthread_mutex_lock(&r->send_lock);
+	if (!conn)
+		conn = r->hosts[i].conn;
+	snprintf(who, sizeof who, "%s", name ? name : r->hosts[i].name);
 	m->seq = ++r->seq;
 	size_t n = rh_msg_encode(m, r->buf, sizeof r->buf);
-	int rc = n ? rh_tp_send(r->hosts[i].conn, r->buf, n, (int)r->cfg->timeout_ms, err)
+	int rc = n ? rh_tp_send(conn, r->buf, n, (int)r->cfg->timeout_ms, err)
 	           : rh_err_set(err, RH_EINVAL, "control path: cannot encode %s",
 	                        rh_msg_type_name(m->type));
 	pthread_mutex_unlock(&r->send_lock);
@@ -73,10 +88,15 @@ static int send_to(rh_remote *r, size_t i, rh_msg *m, rh_error *err)
 		char cause[sizeof err->msg];
 		snprintf(cause, sizeof cause, "%s", err->msg);
 		/* A transport failure means the memory server is gone. */
-		rh_err_set(err, rc, "%s%s: sending %s: %s", r->hosts[i].name,
-		           rc == RH_EINVAL ? "" : " lost", rh_msg_type_name(m->type), cause);
+		rh_err_set(err, rc, "%s%s: sending %s: %s", who, rc == RH_EINVAL ? "" : " lost",
+		           rh_msg_type_name(m->type), cause);
 	}
 	return rc;
+}
+
+static int send_to(rh_remote *r, size_t i, rh_msg *m, rh_error *err)
+{
+	return send_conn(r, i, NULL, NULL, m, err);
 }
 
 static bool host_down(rh_remote *r, size_t i)
@@ -352,6 +372,33 @@ static int on_message(rh_remote *r, size_t i, size_t len)
 	return 0;
 }
 
+/* red.S3, on the monitor thread, which alone reads the hosts' connections
+ * outside the send lock: a spare's connection, name and metadata address
+ * replace the lost host's in its slot; pings, FREE and BYE go to it. */
+static void install_pending(rh_remote *r, struct pollfd *pfd)
+{
+	pthread_mutex_lock(&r->send_lock);
+	pthread_mutex_lock(&r->lock);
+	if (r->has_pending) {
+		size_t i = r->pending_i;
+		rh_swap_host *h = &r->hosts[i];
+		if (h->conn && r->n_retired < sizeof r->retired / sizeof r->retired[0])
+			r->retired[r->n_retired++] = h->conn;
+		h->conn = r->pending.conn;
+		h->part.meta_base = r->pending.part.meta_base;
+		memcpy(h->name, r->pending.name, sizeof h->name);
+		r->last_heard[i] = rh_now_ns();
+		r->free_acked[i] = r->seq; /* what the old host was sent counts as done */
+		if (pfd)
+			pfd[i].fd = rh_tp_fd(h->conn);
+		atomic_store(&r->down[i], false);
+		r->has_pending = false;
+		pthread_cond_broadcast(&r->cond);
+	}
+	pthread_mutex_unlock(&r->lock);
+	pthread_mutex_unlock(&r->send_lock);
+}
+
 static void *monitor_main(void *arg)
 {
 	rh_remote *r = arg;
@@ -364,6 +411,7 @@ static void *monitor_main(void *arg)
 		all_fds &= pfd[i].fd >= 0;
 	}
 	while (!atomic_load(&r->stop) && !atomic_load(&r->lost)) {
+		install_pending(r, pfd);
 		uint64_t now = rh_now_ns();
 		if (now >= next_ping) {
 			for (size_t i = 0; i < r->n_hosts; i++) {
@@ -435,23 +483,29 @@ out:
 	return NULL;
 }
 
-static int hello(rh_remote *r, size_t i, rh_error *err)
+/* HELLO to the tracer at `at` as partition i's server, filling h (its
+ * connection, partition with the metadata address, replica and name), with
+ * buf (RH_PROTO_MAX bytes) for the answer. spare: 1 + its index, or 0. */
+static int hello_on(rh_remote *r, size_t i, const rh_server_config *at, size_t spare,
+                    rh_swap_host *h, uint8_t *buf, rh_error *err)
 {
-	rh_swap_host *h = &r->hosts[i];
 	const rh_config *cfg = r->cfg;
 	rh_partition_of(cfg, (uint32_t)i, &h->part);
 	h->replica = rh_replica_holder(cfg, (uint32_t)i); /* red.P1 */
-	snprintf(h->name, sizeof h->name, "memory server %zu (%.40s:%u)", i, cfg->servers[i].host,
-	         cfg->servers[i].port);
+	if (spare)
+		snprintf(h->name, sizeof h->name, "memory server %zu (spare %zu, %.40s:%u)", i,
+		         spare - 1, at->host, at->port);
+	else
+		snprintf(h->name, sizeof h->name, "memory server %zu (%.40s:%u)", i, at->host,
+		         at->port);
 	rh_tp_opts o = {.provider = cfg->provider,
 	                .secret = cfg->secret,
 	                .secret_len = cfg->secret_len,
 	                .timeout_ms = cfg->timeout_ms};
 	rh_error e;
-	int rc = rh_tp_connect(&o, cfg->servers[i].host, cfg->servers[i].port, &h->conn, &e);
+	int rc = rh_tp_connect(&o, at->host, at->port, &h->conn, &e);
 	if (rc != RH_OK)
-		return rh_err_set(err, rc, "memory server %zu (%s:%u): %s", i, cfg->servers[i].host,
-		                  cfg->servers[i].port, e.msg);
+		return rh_err_set(err, rc, "%s: %s", h->name, e.msg);
 	rh_msg m = {.type = RH_MSG_HELLO};
 	m.u.hello = (rh_msg_hello){.partition = (uint32_t)i,
 	                           .replica = (uint32_t)(rh_replica_kept_by(cfg, (uint32_t)i) + 1),
@@ -460,35 +514,38 @@ static int hello(rh_remote *r, size_t i, rh_error *err)
 	                           .region_size = cfg->region_size,
 	                           .part_base = h->part.base,
 	                           .part_size = h->part.size};
-	rc = send_to(r, i, &m, err);
+	rc = send_conn(r, i, h->conn, h->name, &m, err);
 	size_t len;
 	if (rc != RH_OK) {
 		/* A tracer that refuses us says why before it closes. */
-		if (rh_tp_recv(h->conn, r->rbuf, sizeof r->rbuf, &len, 200, &e) == RH_OK &&
-		    rh_msg_decode(r->rbuf, len, &m, &e) == RH_OK && m.type == RH_MSG_ERROR)
+		if (rh_tp_recv(h->conn, buf, RH_PROTO_MAX, &len, 200, &e) == RH_OK &&
+		    rh_msg_decode(buf, len, &m, &e) == RH_OK && m.type == RH_MSG_ERROR)
 			return rh_err_set(err, m.u.error.code == RH_EBUSY ? RH_EBUSY : RH_EPEER,
 			                  "%s refused: %s", h->name, m.u.error.text);
 		return rc;
 	}
-	if ((rc = rh_tp_recv(h->conn, r->rbuf, sizeof r->rbuf, &len, (int)cfg->timeout_ms, &e)) !=
+	if ((rc = rh_tp_recv(h->conn, buf, RH_PROTO_MAX, &len, (int)cfg->timeout_ms, &e)) !=
 	            RH_OK ||
-	    (rc = rh_msg_decode(r->rbuf, len, &m, &e)) != RH_OK)
-		return rh_err_set(err, rc, "memory server %zu (%s:%u): waiting for HELLO_OK: %s", i,
-		                  cfg->servers[i].host, cfg->servers[i].port, e.msg);
+	    (rc = rh_msg_decode(buf, len, &m, &e)) != RH_OK)
+		return rh_err_set(err, rc, "%s: waiting for HELLO_OK: %s", h->name, e.msg);
 	if (m.type == RH_MSG_ERROR)
 		return rh_err_set(err, m.u.error.code == RH_EBUSY ? RH_EBUSY : RH_EPEER,
 		                  "%s refused: %s", h->name, m.u.error.text);
 	if (m.type != RH_MSG_HELLO_OK ||
 	    m.u.hello_ok.meta_size < (uint64_t)h->part.n_regions * sizeof(rh_region_meta))
 		return rh_err_set(
-		        err, RH_EPEER,
-		        "memory server %zu (%s:%u): bad answer to HELLO (%s, metadata %llu "
-		        "bytes)",
-		        i, cfg->servers[i].host, cfg->servers[i].port, rh_msg_type_name(m.type),
-		        (unsigned long long)m.u.hello_ok.meta_size);
+		        err, RH_EPEER, "%s: bad answer to HELLO (%s, metadata %llu bytes)", h->name,
+		        rh_msg_type_name(m.type), (unsigned long long)m.u.hello_ok.meta_size);
 	h->part.meta_base = m.u.hello_ok.meta_base;
-	r->last_heard[i] = rh_now_ns();
 	return RH_OK;
+}
+
+static int hello(rh_remote *r, size_t i, rh_error *err)
+{
+	int rc = hello_on(r, i, &r->cfg->servers[i], 0, &r->hosts[i], r->rbuf, err);
+	if (rc == RH_OK)
+		r->last_heard[i] = rh_now_ns();
+	return rc;
 }
 
 /* Say BYE to the hosts of a failed attempt and close them: each tracer
@@ -603,6 +660,8 @@ void rh_remote_close(rh_remote *r)
 		}
 		rh_tp_close(r->hosts[i].conn);
 	}
+	for (size_t k = 0; k < r->n_retired; k++)
+		rh_tp_close(r->retired[k]);
 	pthread_mutex_destroy(&r->lock);
 	pthread_mutex_destroy(&r->send_lock);
 	pthread_cond_destroy(&r->cond);
@@ -732,6 +791,45 @@ int rh_remote_free(rh_remote *r, const uint32_t *regions, size_t n, uint32_t reg
 	free(mine);
 	free(last);
 	free(sent);
+	return rc;
+}
+
+int rh_remote_spare_hello(rh_remote *r, size_t k, size_t i, rh_swap_host *out, rh_error *err)
+{
+	memset(out, 0, sizeof *out);
+	if (k >= r->cfg->n_spares || i >= r->n_hosts)
+		return rh_err_set(err, RH_EINVAL, "control path: no spare %zu or slot %zu", k, i);
+	/* Its own buffer: the monitor reads into rbuf meanwhile. */
+	uint8_t *buf = malloc(RH_PROTO_MAX);
+	if (!buf)
+		return rh_err_set(err, RH_ENOMEM, "control path: out of memory");
+	int rc = hello_on(r, i, &r->cfg->spares[k], k + 1, out, buf, err);
+	free(buf);
+	if (rc != RH_OK && out->conn) {
+		rh_tp_close(out->conn);
+		out->conn = NULL;
+	}
+	return rc;
+}
+
+int rh_remote_adopt(rh_remote *r, size_t i, const rh_swap_host *h, rh_error *err)
+{
+	uint64_t deadline = rh_now_ns() + (uint64_t)r->cfg->timeout_ms * 1000000ull;
+	int rc = RH_OK;
+	pthread_mutex_lock(&r->lock);
+	r->pending = *h;
+	r->pending_i = i;
+	r->has_pending = true;
+	while (r->has_pending) {
+		if (atomic_load(&r->lost) || atomic_load(&r->stop) || rh_now_ns() >= deadline) {
+			r->has_pending = false;
+			rc = rh_err_set(err, RH_EPEER, "control path: %s was not taken in",
+			                h->name);
+			break;
+		}
+		rh_cond_wait_ms(&r->cond, &r->lock, 10);
+	}
+	pthread_mutex_unlock(&r->lock);
 	return rc;
 }
 

@@ -35,6 +35,14 @@ bool rh_remote_lost(rh_remote *r);
  * ended the heap. Without it every loss is fatal. */
 void rh_remote_on_loss(rh_remote *r, bool (*fn)(void *data, size_t host, const rh_error *err),
                        void *data);
+/* red.S1: connect to spare k of the config and say HELLO as slot i's
+ * server; *out gets its connection, partition (with the metadata address),
+ * replica and name. The connection is the caller's until adopted. */
+int rh_remote_spare_hello(rh_remote *r, size_t k, size_t i, rh_swap_host *out, rh_error *err);
+/* red.S3: h (from rh_remote_spare_hello) becomes slot i's host on the
+ * control path, its connection the remote's from then on; returns once the
+ * monitor installed it. */
+int rh_remote_adopt(rh_remote *r, size_t i, const rh_swap_host *h, rh_error *err);
 int rh_remote_send(rh_remote *r, size_t host, rh_msg *m, rh_error *err);
 /* The host whose partition holds a region (SIZE_MAX if none). */
 size_t rh_remote_host_of(rh_remote *r, uint32_t region);

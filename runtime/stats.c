@@ -53,6 +53,7 @@ void rh_stats_get(rh_heap *h, rh_stats *out)
 		out->bytes_evicted = ss.bytes_evicted;
 		out->pages_from_copy = ss.copy_reads;
 		out->servers_lost = rh_swap_hosts_lost(h->swap);
+		rh_swap_rebuild_stats(h->swap, &out->servers_rebuilt, &out->last_rebuild_ns);
 	}
 	out->regions_free = nfree;
 	out->regions_eden = neden;
@@ -140,6 +141,8 @@ char *rh_stats_json(rh_heap *h)
 	F(copies_undone);
 	F(servers_lost);
 	F(pages_from_copy);
+	F(servers_rebuilt);
+	F(last_rebuild_ns);
 #undef F
 	json_object_set_new(o, "p50_pause_ns",
 	                    json_integer((json_int_t)rh_stats_pause_percentile(h, 50)));

@@ -89,18 +89,18 @@ static int write_back(rh_swap *s, uint32_t region, const uintptr_t *pages, size_
 		rh_swap_sum_written(s, pages[i], s->ebuf + i * RH_PAGE_SIZE);
 		sg[i] = (rh_tp_sge){s->ebuf + i * RH_PAGE_SIZE, pages[i], RH_PAGE_SIZE};
 	}
-	const rh_swap_host *copy = h->replica >= 0 ? &s->hosts[h->replica] : NULL;
-	if (copy && !rh_swap_host_up(s, copy))
+	const rh_swap_host *copy = h->replica >= 0 ? rh_swap_slot(s, (size_t)h->replica) : NULL;
+	if (copy && !rh_swap_host_writable(s, copy))
 		copy = NULL;
 	/* The debug switch skips only the second write, while the owner is up:
 	 * once it is lost the copy is where pages go, as in any degraded run. */
-	bool skipped = copy && s->o.skip_copies && rh_swap_host_up(s, h);
+	bool skipped = copy && s->o.skip_copies && rh_swap_host_writable(s, h);
 	rh_error cerr;
 	uint64_t cid = rh_swap_wr_id(s);
 	int crc = copy && !skipped ? rh_tp_write(copy->conn, sg, n, cid, &cerr) : RH_OK;
 	bool held = false;
 	int rc = RH_OK;
-	if (rh_swap_host_up(s, h)) {
+	if (rh_swap_host_writable(s, h)) {
 		rc = write_home(s, h, region, pages, sg, n, err);
 		if (rc != RH_OK && !rh_swap_host_failed(s, h, err))
 			return rc;

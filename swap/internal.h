@@ -79,11 +79,18 @@ struct rh_swap {
 	atomic_uint_fast64_t wr_seq;
 	uint32_t clock; /* evictor's next region */
 	rh_integ integ; /* with o.checksum: what each page's memory server holds */
-	/* red.R5: per host, set once when it is lost (under down_lock, read
-	 * without it); n_down counts them. */
-	atomic_bool *down;
-	atomic_size_t n_down;
-	pthread_mutex_t down_lock;
+	/* hosts.c: per slot (a partition's index) its current host (hosts[i],
+	 * or a spare's struct once it took over, red.S3) and its state
+	 * (enum rh_host_state), changed under host_lock, read without it;
+	 * n_lost counts losses. The spares' structs, kept until close. */
+	_Atomic(rh_swap_host *) *cur;
+	atomic_int *hstate;
+	atomic_size_t n_lost;
+	pthread_mutex_t host_lock;
+	rh_swap_host **spares;
+	size_t n_spares;
+	uint64_t rebuilds, rebuild_ns; /* under host_lock */
+	atomic_bool rebuild_cancel;    /* a rebuild under way stops between regions */
 
 	struct {
 		atomic_uint_fast64_t faults, zero_faults, wp_faults, readahead_pages, bytes_fetched,
@@ -125,12 +132,20 @@ static inline bool rh_swap_cas(rh_swap *s, size_t pg, uint8_t from, uint8_t to)
 	return __atomic_compare_exchange_n(&s->state[pg], &from, to, false, __ATOMIC_ACQ_REL,
 	                                   __ATOMIC_ACQUIRE);
 }
+/* A slot's state (hosts.c): read from and written to; lost; or a spare's,
+ * written to and not yet read from (red.S2). */
+enum rh_host_state { RH_HOST_UP = 0, RH_HOST_DOWN = 1, RH_HOST_REBUILDING = 2 };
+/* Slot i's current host. */
+const rh_swap_host *rh_swap_slot(rh_swap *s, size_t i);
+/* The current host of a's partition (whatever its state), or NULL. */
 const rh_swap_host *rh_swap_host_of(rh_swap *s, uintptr_t a);
 /* red.R4: the host to read a's page from: its owner while up, else the
  * host keeping its copy; NULL if neither is up (the loss was fatal). */
 const rh_swap_host *rh_swap_reader(rh_swap *s, uintptr_t a);
-/* Whether host h is up. */
+/* Whether h is its slot's host and up (read from and written to), or
+ * writable (up or rebuilding). */
 bool rh_swap_host_up(rh_swap *s, const rh_swap_host *h);
+bool rh_swap_host_writable(rh_swap *s, const rh_swap_host *h);
 /* A remote operation on h failed (err): rh_swap_host_lost on it. True if
  * the heap goes on without it. */
 bool rh_swap_host_failed(rh_swap *s, const rh_swap_host *h, const rh_error *err);

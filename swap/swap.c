@@ -13,90 +13,6 @@
 
 #include "swap/internal.h"
 
-const rh_swap_host *rh_swap_host_of(rh_swap *s, uintptr_t a)
-{
-	for (size_t i = 0; i < s->o.n_hosts; i++)
-		if (a - s->hosts[i].part.base < s->hosts[i].part.size)
-			return &s->hosts[i];
-	return NULL;
-}
-
-bool rh_swap_host_up(rh_swap *s, const rh_swap_host *h)
-{
-	return !atomic_load(&s->down[h - s->hosts]);
-}
-
-const rh_swap_host *rh_swap_reader(rh_swap *s, uintptr_t a)
-{
-	const rh_swap_host *h = rh_swap_host_of(s, a);
-	if (!h || rh_swap_host_up(s, h))
-		return h;
-	if (h->replica >= 0 && !atomic_load(&s->down[h->replica]))
-		return &s->hosts[h->replica];
-	return NULL;
-}
-
-/* Under down_lock: a partition whose owner and copy are both lost, or -1. */
-static int partition_gone(rh_swap *s)
-{
-	for (size_t p = 0; p < s->o.n_hosts; p++) {
-		const rh_swap_host *h = &s->hosts[p];
-		if (atomic_load(&s->down[p]) &&
-		    (h->replica < 0 || atomic_load(&s->down[h->replica])))
-			return (int)p;
-	}
-	return -1;
-}
-
-bool rh_swap_host_lost(rh_swap *s, size_t i, const rh_error *cause)
-{
-	pthread_mutex_lock(&s->down_lock);
-	bool first = !atomic_load(&s->down[i]);
-	if (first) {
-		atomic_store(&s->down[i], true);
-		atomic_fetch_add(&s->n_down, 1);
-	}
-	int gone = partition_gone(s);
-	char lost[512] = "";
-	size_t at = 0;
-	for (size_t k = 0; gone >= 0 && k < s->o.n_hosts; k++)
-		if (atomic_load(&s->down[k]) && at < sizeof lost)
-			at += (size_t)snprintf(lost + at, sizeof lost - at, "%s%s", at ? ", " : "",
-			                       s->hosts[k].name);
-	pthread_mutex_unlock(&s->down_lock);
-	const rh_swap_host *h = &s->hosts[i];
-	if (gone < 0) {
-		if (first)
-			rh_log(RH_LOG_ERROR, "swap",
-			       "%s lost: %s; its partition is read from and written to the copy "
-			       "%s keeps (redundancy replicate), and a further loss of that "
-			       "server ends the program",
-			       h->name, cause->msg, s->hosts[h->replica].name);
-		return true;
-	}
-	rh_error e;
-	if (s->hosts[gone].replica < 0)
-		rh_err_set(&e, cause->code == RH_OK ? RH_EPEER : cause->code, "%s lost: %s",
-		           h->name, cause->msg);
-	else
-		rh_err_set(&e, RH_EPEER,
-		           "%s lost: %s; partition %d has no copy left (lost: %s), beyond the "
-		           "configured redundancy",
-		           h->name, cause->msg, gone, lost);
-	rh_swap_fatal(s, &e);
-	return false;
-}
-
-size_t rh_swap_hosts_lost(rh_swap *s)
-{
-	return atomic_load(&s->n_down);
-}
-
-bool rh_swap_host_failed(rh_swap *s, const rh_swap_host *h, const rh_error *err)
-{
-	return rh_swap_host_lost(s, (size_t)(h - s->hosts), err);
-}
-
 uint64_t rh_swap_wr_id(rh_swap *s)
 {
 	return atomic_fetch_add(&s->wr_seq, 1);
@@ -210,11 +126,14 @@ int rh_swap_open(const rh_swap_opts *o, rh_swap **out, rh_error *err)
 	pthread_rwlockattr_destroy(&ra);
 	pthread_mutex_init(&s->evict_lock, NULL);
 	pthread_mutex_init(&s->lock, NULL);
-	pthread_mutex_init(&s->down_lock, NULL);
+	pthread_mutex_init(&s->host_lock, NULL);
 	pthread_cond_init(&s->cond, NULL);
 	pthread_cond_init(&s->fcond, NULL);
 	s->hosts = calloc(o->n_hosts, sizeof *s->hosts);
-	s->down = calloc(o->n_hosts ? o->n_hosts : 1, sizeof *s->down);
+	size_t nh = o->n_hosts ? o->n_hosts : 1;
+	s->cur = calloc(nh, sizeof *s->cur);
+	s->hstate = calloc(nh, sizeof *s->hstate);
+	s->spares = calloc(RH_MAX_SPARES, sizeof *s->spares);
 	s->state = calloc(s->n_pages, 1);
 	s->tag = calloc(s->n_regions, sizeof *s->tag);
 	s->log_head = calloc(s->n_regions, sizeof *s->log_head);
@@ -236,13 +155,15 @@ int rh_swap_open(const rh_swap_opts *o, rh_swap **out, rh_error *err)
 	if (o->checksum && rh_integ_init(&s->integ, s->n_pages) != 0)
 		rc = rh_err_set(err, RH_ENOMEM, "swap: out of memory for %zu page checksums",
 		                s->n_pages);
-	if (rc == RH_OK &&
-	    (!s->hosts || !s->down || !s->state || !s->tag || !s->log_head || !s->ra_win ||
-	     !s->ra_end || !s->wscore || !s->wpred || !s->wsum || !s->fbuf || !s->ebuf || !s->zero))
+	if (rc == RH_OK && (!s->hosts || !s->cur || !s->hstate || !s->spares || !s->state ||
+	                    !s->tag || !s->log_head || !s->ra_win || !s->ra_end || !s->wscore ||
+	                    !s->wpred || !s->wsum || !s->fbuf || !s->ebuf || !s->zero))
 		rc = rh_err_set(err, RH_ENOMEM, "swap: out of memory for %zu page states",
 		                s->n_pages);
 	if (rc == RH_OK)
 		memcpy(s->hosts, o->hosts, o->n_hosts * sizeof *s->hosts);
+	for (size_t i = 0; rc == RH_OK && i < o->n_hosts; i++)
+		atomic_store(&s->cur[i], &s->hosts[i]);
 	for (size_t i = 0; rc == RH_OK && i < o->n_hosts; i++) {
 		rh_tp_conn *c = s->hosts[i].conn;
 		if ((rc = rh_tp_reg(c, s->fbuf, s->fbuf_len, -1, 0, RH_TP_LOCAL, err)) == RH_OK)
@@ -308,9 +229,16 @@ void rh_swap_close(rh_swap *s)
 		munmap(s->zero, RH_ZERO_RUN * RH_PAGE_SIZE);
 	free(s->parked);
 	free(s->fault_thr);
+	for (size_t i = 0; s->spares && i < s->n_spares; i++) {
+		rh_tp_dereg(s->spares[i]->conn, s->fbuf, s->fbuf_len, NULL);
+		rh_tp_dereg(s->spares[i]->conn, s->ebuf, s->ebuf_len, NULL);
+		free(s->spares[i]);
+	}
+	free(s->spares);
 	free(s->hosts);
-	free(s->down);
-	pthread_mutex_destroy(&s->down_lock);
+	free((void *)s->cur);
+	free(s->hstate);
+	pthread_mutex_destroy(&s->host_lock);
 	free(s->state);
 	free(s->tag);
 	free(s->log_head);

@@ -137,8 +137,23 @@ bool rh_swap_peek(rh_swap *s, const uintptr_t *pages, size_t n, uint8_t *out);
  * been called with a message naming every host lost. Safe from any
  * thread, more than once per host. */
 bool rh_swap_host_lost(rh_swap *s, size_t i, const rh_error *cause);
-/* Hosts lost so far. */
+/* Hosts lost so far (spares that took a lost host's place included). */
 size_t rh_swap_hosts_lost(rh_swap *s);
+/* Whether slot i's host is lost and not replaced yet. */
+bool rh_swap_host_down(rh_swap *s, size_t i);
+/* red.S1-S3: spare (its conn connected and HELLO done for partition i, its
+ * part.meta_base from HELLO_OK, its replica as slot i's) takes lost slot i's
+ * place: written to at once, its partition and the copy slot i kept copied
+ * from their other holders region by region, then read from. The swap
+ * system owns *spare from the call on (not its connection). RH_OK when
+ * redundancy is restored; an error if the spare or a source was lost (it
+ * then counts as lost too) or the swap system stopped. Blocks; one rebuild
+ * at a time. */
+int rh_swap_rebuild(rh_swap *s, size_t i, rh_swap_host *spare, rh_error *err);
+/* A rebuild under way stops at its next region, with an error. */
+void rh_swap_rebuild_cancel(rh_swap *s);
+/* Rebuilds done, and the last one's time. */
+void rh_swap_rebuild_stats(rh_swap *s, uint64_t *rebuilds, uint64_t *last_ns);
 
 void rh_swap_stats_get(rh_swap *s, rh_swap_stats *out);
 uint8_t rh_swap_page_state(rh_swap *s, uintptr_t addr);

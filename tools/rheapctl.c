@@ -96,9 +96,9 @@ typedef struct ctl {
 	const char *heap; /* the generated config's heap size, cache, timeout */
 	double cache;
 	unsigned timeout_ms;
-	bool reused;                 /* 'run' on tracers already up: they stay up after it */
-	pid_t child[RH_MAX_SERVERS]; /* tracers this process started */
-	int child_status[RH_MAX_SERVERS];
+	bool reused; /* 'run' on tracers already up: they stay up after it */
+	pid_t child[RH_MAX_SERVERS + RH_MAX_SPARES]; /* tracers this process started */
+	int child_status[RH_MAX_SERVERS + RH_MAX_SPARES];
 } ctl;
 
 static int die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -195,12 +195,23 @@ static void remove_generated(const ctl *c)
 
 /* Keyed by the cluster's name, or the config's port: several clusters can
  * share a state dir. */
+/* The cluster's tracers: its servers, then its spares (red.S1). */
+static size_t n_tracers(const ctl *c)
+{
+	return c->cfg.n_servers + c->cfg.n_spares;
+}
+
+static const rh_server_config *tracer_addr(const ctl *c, size_t i)
+{
+	return i < c->cfg.n_servers ? &c->cfg.servers[i] : &c->cfg.spares[i - c->cfg.n_servers];
+}
+
 static void name_of(const ctl *c, size_t i, const char *what, char *out, size_t n)
 {
 	if (c->name[0])
 		snprintf(out, n, "%s-tracer-%zu.%s", c->name, i, what);
 	else
-		snprintf(out, n, "tracer-%u-%zu.%s", c->cfg.servers[i].port, i, what);
+		snprintf(out, n, "tracer-%u-%zu.%s", tracer_addr(c, i)->port, i, what);
 }
 
 static void file_of(const ctl *c, size_t i, const char *what, char *out, size_t n)
@@ -253,7 +264,7 @@ static void remove_files(const ctl *c, size_t i)
 
 static bool local_server(const ctl *c, size_t i)
 {
-	return is_local(c->cfg.servers[i].host);
+	return is_local(tracer_addr(c, i)->host);
 }
 
 /* How many of the cluster's local tracers run; `list` names them. */
@@ -261,7 +272,7 @@ static size_t running(const ctl *c, char *list, size_t n)
 {
 	size_t up = 0, len = 0;
 	list[0] = 0;
-	for (size_t i = 0; i < c->cfg.n_servers; i++) {
+	for (size_t i = 0; i < n_tracers(c); i++) {
 		pid_t p = local_server(c, i) ? read_pid(c, i) : 0;
 		if (p && len < n) {
 			len += (size_t)snprintf(list + len, n - len, "%stracer %zu pid %d",
@@ -277,7 +288,7 @@ static size_t running(const ctl *c, char *list, size_t n)
 static size_t n_local(const ctl *c)
 {
 	size_t n = 0;
-	for (size_t i = 0; i < c->cfg.n_servers; i++)
+	for (size_t i = 0; i < n_tracers(c); i++)
 		n += local_server(c, i);
 	return n;
 }
@@ -303,7 +314,8 @@ static pid_t start_tracer(ctl *c, size_t i, bool supervised)
 {
 	char status[PATH_MAX + 64], idx[24];
 	file_of(c, i, "status", status, sizeof status);
-	snprintf(idx, sizeof idx, "%zu", i);
+	bool spare = i >= c->cfg.n_servers;
+	snprintf(idx, sizeof idx, "%zu", spare ? i - c->cfg.n_servers : i);
 	pid_t self = getpid();
 	pid_t p = fork();
 	if (p != 0)
@@ -319,8 +331,9 @@ static pid_t start_tracer(ctl *c, size_t i, bool supervised)
 		if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != self)
 			_exit(1);
 	}
-	char *argv[] = {c->tracerd, "--config", c->config, "--index", idx, "--foreground",
-	                "--status", status,     NULL,      NULL,      NULL};
+	char *argv[] = {c->tracerd, "--config",     c->config,  spare ? "--spare" : "--index",
+	                idx,        "--foreground", "--status", status,
+	                NULL,       NULL,           NULL};
 	/* A cluster of our own: the tracer takes a port no one uses
 	 * (operations.C1). */
 	if (c->generated) {
@@ -369,7 +382,7 @@ static int start_cluster(ctl *c, bool supervised, bool may_reuse)
 		return die("%s is already up (%s); '%s' stops it", c->config, list,
 		           down_hint(c, hint, sizeof hint));
 	char pidf[96];
-	for (size_t i = 0; i < c->cfg.n_servers; i++) {
+	for (size_t i = 0; i < n_tracers(c); i++) {
 		if (!local_server(c, i))
 			continue;
 		remove_files(c, i);
@@ -387,7 +400,7 @@ static int start_cluster(ctl *c, bool supervised, bool may_reuse)
 	 * exits instead is reported at once (operations.C3). */
 	for (int t = 0; t < 200; t++) {
 		size_t ready = 0;
-		for (size_t i = 0; i < c->cfg.n_servers; i++) {
+		for (size_t i = 0; i < n_tracers(c); i++) {
 			if (!local_server(c, i))
 				continue;
 			json_t *j = read_status(c, i);
@@ -418,7 +431,7 @@ static int start_cluster(ctl *c, bool supervised, bool may_reuse)
 static int reap(ctl *c)
 {
 	int failed = 0;
-	for (size_t i = 0; i < c->cfg.n_servers; i++) {
+	for (size_t i = 0; i < n_tracers(c); i++) {
 		int st;
 		if (c->child[i] && waitpid(c->child[i], &st, WNOHANG) == c->child[i]) {
 			c->child[i] = 0;
@@ -465,7 +478,7 @@ static int cmd_up(ctl *c, bool supervised, bool may_reuse)
 	if (start_cluster(c, supervised, may_reuse) == 0)
 		return 0;
 	bool all = true;
-	for (size_t i = 0; i < c->cfg.n_servers; i++)
+	for (size_t i = 0; i < n_tracers(c); i++)
 		if (c->child[i]) {
 			if (stop_tracer(c, i, c->child[i]))
 				remove_files(c, i);
@@ -483,7 +496,7 @@ static int cmd_down(ctl *c)
 {
 	reap(c);
 	int failed = 0;
-	for (size_t i = 0; i < c->cfg.n_servers; i++) {
+	for (size_t i = 0; i < n_tracers(c); i++) {
 		pid_t p = read_pid(c, i);
 		if (p && !stop_tracer(c, i, p)) {
 			fprintf(stderr, "%s: tracer %zu (pid %d) is still running after SIGKILL\n",
@@ -504,11 +517,12 @@ static int status_json(ctl *c)
 {
 	json_t *tr = json_array();
 	int rc = 0;
-	for (size_t i = 0; i < c->cfg.n_servers; i++) {
+	for (size_t i = 0; i < n_tracers(c); i++) {
 		json_t *j = local_server(c, i) ? read_status(c, i) : NULL;
 		pid_t p = read_pid(c, i);
-		json_t *o = json_pack("{s:I, s:s, s:i}", "index", (json_int_t)i, "host",
-		                      c->cfg.servers[i].host, "port", (int)c->cfg.servers[i].port);
+		json_t *o =
+		        json_pack("{s:I, s:s, s:i}", "index", (json_int_t)i, "host",
+		                  tracer_addr(c, i)->host, "port", (int)tracer_addr(c, i)->port);
 		if (j && p) {
 			json_object_update_missing(o, j);
 			json_object_set_new(o, "pid", json_integer(p));
@@ -535,14 +549,19 @@ static int cmd_status(ctl *c)
 	printf("%-6s %-22s %-8s %-8s %13s %10s %10s %11s %8s %10s\n", "tracer", "address", "state",
 	       "pid", "regions", "held MiB", "limit MiB", "traced MiB", "refused", "heartbeat");
 	int rc = 0;
-	for (size_t i = 0; i < c->cfg.n_servers; i++) {
+	for (size_t i = 0; i < n_tracers(c); i++) {
 		char addr[300];
-		snprintf(addr, sizeof addr, "%s:%u", c->cfg.servers[i].host,
-		         c->cfg.servers[i].port);
+		snprintf(addr, sizeof addr, "%s:%u", tracer_addr(c, i)->host,
+		         tracer_addr(c, i)->port);
+		char label[24]; /* a server's index, or "sK" for spare K */
+		if (i < c->cfg.n_servers)
+			snprintf(label, sizeof label, "%zu", i);
+		else
+			snprintf(label, sizeof label, "s%zu", i - c->cfg.n_servers);
 		json_t *j = local_server(c, i) ? read_status(c, i) : NULL;
 		pid_t p = read_pid(c, i);
 		if (!j || !p) {
-			printf("%-6zu %-22s %-8s\n", i, addr,
+			printf("%-6s %-22s %-8s\n", label, addr,
 			       local_server(c, i) ? "down" : "remote");
 			rc = local_server(c, i) ? 3 : rc;
 			json_decref(j);
@@ -563,7 +582,7 @@ static int cmd_status(ctl *c)
 			         (double)FIELD("memory_limit") / 1048576.0);
 		else
 			snprintf(limit, sizeof limit, "-");
-		printf("%-6zu %-22s %-8s %-8d %13s %10.1f %10s %11.1f %8lld %10s\n", i, addr,
+		printf("%-6s %-22s %-8s %-8d %13s %10.1f %10s %11.1f %8lld %10s\n", label, addr,
 		       state ? state : "?", (int)p, regions,
 		       (double)FIELD("bytes_held") / 1048576.0, limit,
 		       (double)FIELD("bytes_traced") / 1048576.0, FIELD("connections_refused"), hb);
@@ -789,7 +808,7 @@ static int pick_default(ctl *c, const char *cmd)
 		if (running(c, list, sizeof list))
 			return die("the default cluster (%s) is already up (%s); '%s' stops it",
 			           c->config, list, down_hint(c, hint, sizeof hint));
-		for (size_t i = 0; i < c->cfg.n_servers; i++)
+		for (size_t i = 0; i < n_tracers(c); i++)
 			remove_files(c, i);
 	}
 	return make_default(c, "default", "1GiB", 0.25, 2000) ? 1 : -1;

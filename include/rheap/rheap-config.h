@@ -28,6 +28,7 @@ extern "C" {
 #define RH_DEFAULT_BASE 0x400000000000ull
 #endif
 #define RH_MAX_SERVERS 64
+#define RH_MAX_SPARES 8
 #define RH_HOST_MAX 256
 #define RH_PATH_MAX 4096
 #define RH_SECRET_MAX 128
@@ -115,6 +116,10 @@ typedef struct rh_config {
 	rh_redundancy redundancy; /* "mode": "none" (default) | "replicate" */
 	int write_copies; /* Debug only: 0 skips the writes to the copies (red.R1), so that a
 	                     test can show the losses the copies survive (1, default) */
+	/* "spares": [ {host, port}, ... ]: tracers started with --spare K that take a
+	 * lost server's place (red.S1); partition_size unused */
+	rh_server_config spares[RH_MAX_SPARES];
+	size_t n_spares;
 
 	/* "secret_file": path of a file (mode 0600 or stricter) holding the shared secret */
 	char secret_file[RH_PATH_MAX];

@@ -288,6 +288,8 @@ typedef struct rh_stats {
 	/* Redundancy (docs/resilience.md). */
 	uint64_t servers_lost;    /* memory servers lost and survived (red.R5) */
 	uint64_t pages_from_copy; /* evicted pages read from a copy, their server lost (red.R4) */
+	uint64_t servers_rebuilt; /* lost servers whose place a spare took (red.S1-S3) */
+	uint64_t last_rebuild_ns; /* the last such rebuild, from the spare's HELLO to redundancy */
 } rh_stats;
 
 RH_API void rh_stats_get(rh_heap *h, rh_stats *out);

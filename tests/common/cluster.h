@@ -29,10 +29,15 @@ typedef struct cluster {
 	char dir[256];
 	char config[300];
 	int n;
+	int n_spares; /* tracers started with --spare K, at pid[n + K] and port[n + K] */
 	pid_t pid[8];
 	int port[8];
 	int reg; /* 1 + its entry in cluster_regs, or 0 */
 } cluster;
+
+/* Spares (redundancy.spares) the next cluster_start starts beside its
+ * servers; with RHEAP_TEST_REDUNDANCY set, the config lists them. */
+static int cluster_spares;
 
 /* ---------------------------------------------------------------- cleanup */
 
@@ -140,7 +145,7 @@ static inline void cluster_track_pids(const cluster *c)
  * cluster whose start failed. */
 static inline void cluster_stop(cluster *c)
 {
-	cluster_reap(c->dir, c->pid, c->n);
+	cluster_reap(c->dir, c->pid, c->n + c->n_spares);
 	if (c->reg) {
 		memset(&cluster_regs[c->reg - 1], 0, sizeof cluster_regs[0]);
 		c->reg = 0;
@@ -223,10 +228,15 @@ static inline int cluster_write_config(cluster *c, const char *provider,
 	FILE *f = fopen(c->config, "w");
 	if (!f)
 		return -1;
-	if (red && *red)
-		fprintf(f, "{\"redundancy\": {%s},\n ", red);
-	else
+	if (red && *red) {
+		fprintf(f, "{\"redundancy\": {%s", red);
+		for (int k = 0; k < c->n_spares; k++)
+			fprintf(f, "%s{\"host\": \"%s\", \"port\": %d}",
+			        k ? ", " : ", \"spares\": [", cluster_host(), c->port[c->n + k]);
+		fprintf(f, "%s},\n ", c->n_spares ? "]" : "");
+	} else {
 		fputc('{', f);
+	}
 	fprintf(f,
 	        "\"heap\": {\"size\": \"%lluMiB\"},\n"
 	        " \"cache\": {\"fraction\": %g, \"faults\": \"%s\"%s%s},\n"
@@ -268,7 +278,10 @@ static inline int cluster_init(cluster *c, int n)
 	close(fd);
 	snprintf(c->config, sizeof c->config, "%s/heap.json", c->dir);
 	c->n = n;
-	for (int i = 0; i < n; i++)
+	c->n_spares = cluster_spares;
+	if (n + c->n_spares > (int)(sizeof c->pid / sizeof c->pid[0]))
+		return -1;
+	for (int i = 0; i < (int)(sizeof c->port / sizeof c->port[0]); i++)
 		c->port[i] = 1 + i;
 	return 0;
 }
@@ -321,12 +334,14 @@ static inline void cluster_exec_tracer(const cluster *c, int i, const char *trac
                                        const cluster_tracers *t)
 {
 	char idx[16], status[400], listen[300], log[400];
-	snprintf(idx, sizeof idx, "%d", i);
+	/* Entries past the servers are spares (red.S1). */
+	snprintf(idx, sizeof idx, "%d", i < c->n ? i : i - c->n);
 	snprintf(listen, sizeof listen, "%s:0", cluster_host());
 	snprintf(status, sizeof status, "%s/status-%d", c->dir, i);
-	const char *argv[48] = {tracerd,    "--config",     c->config,   "--index",
-	                        idx,        "--foreground", "--listen",  listen,
-	                        "--status", status,         "--wait-ms", "60000"};
+	const char *argv[48] = {
+	        tracerd,    "--config",     c->config,   i < c->n ? "--index" : "--spare",
+	        idx,        "--foreground", "--listen",  listen,
+	        "--status", status,         "--wait-ms", "60000"};
 	int k = 12;
 	if (t && t->log) {
 		snprintf(log, sizeof log, "%s/log-%d", c->dir, i);
@@ -363,7 +378,8 @@ static inline int cluster_start_with(cluster *c, const char *tracerd, const char
 		return -1;
 	if (cluster_write_config(c, provider, heap_mib, cache, timeout_ms, extra_gc) < 0)
 		goto fail;
-	for (int i = 0; i < n; i++) {
+	int all = n + c->n_spares;
+	for (int i = 0; i < all; i++) {
 		pid_t p = fork();
 		if (p < 0)
 			goto fail;
@@ -373,7 +389,7 @@ static inline int cluster_start_with(cluster *c, const char *tracerd, const char
 		cluster_track_pids(c);
 	}
 	/* Up to 30 s: a loaded CI machine can take seconds to start them. */
-	for (int i = 0; i < n; i++) {
+	for (int i = 0; i < all; i++) {
 		int port = -1;
 		for (int k = 0; k < 3000 && (port = cluster_read_port(c, i)) <= 0; k++) {
 			if (waitpid(c->pid[i], NULL, WNOHANG) == c->pid[i]) {
@@ -391,7 +407,7 @@ static inline int cluster_start_with(cluster *c, const char *tracerd, const char
 fail:
 	/* The directory stays for the tracers' logs until cluster_stop (or
 	 * the exit handler) removes it. */
-	cluster_kill(c->pid, c->n);
+	cluster_kill(c->pid, c->n + c->n_spares);
 	return -1;
 }
 

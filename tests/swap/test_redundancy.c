@@ -14,6 +14,11 @@
  *   RH_EXIT_LOST, as it always has;
  * - replicate, tracers 1 and 2 killed: partition 1 has no copy left, and
  *   the VM ends with RH_EXIT_LOST and a message naming both;
+ * - replicate with a spare (redundancy.spares), tracer 1 killed, then
+ *   tracer 2 two seconds later: the spare took server 1's place and was
+ *   rebuilt from the copies before the second loss, so partition 1 is still
+ *   held (by the spare) and the VM checks every round to the end; against
+ *   the case above, where the same two losses end it (red.S1-S3);
  * - the proof: replicate with the writes to the copies skipped
  *   (redundancy.write_copies false, a debug switch), tracer 1 killed: the
  *   first page read from tracer 2's stale copy fails its checksum, and the
@@ -32,7 +37,7 @@
 
 #define ARRAYS 24
 #define ARRAY_BYTES (1u << 20)
-#define RUN_S 4.0 /* the VM's rounds last this long; the kills come at 1 s */
+#define RUN_S 4.0 /* the VM's rounds last this long; the kills come from 1 s on */
 
 static const char *tracerd, *provider;
 
@@ -101,10 +106,11 @@ static void vm(cluster *c, int ready)
 	_exit(0);
 }
 
-/* Start three tracers, run the VM, kill the tracers listed (-1 ends the
- * list) a second in. The VM's exit status (-1: none or a signal), its
- * stderr in out. */
-static int run(const char *red, const int *kill_idx, char *out, size_t cap)
+/* Start three tracers (and `spares`), run the VM, kill the tracers listed
+ * (-1 ends the list) a second in, each `gap_s` after the one before. The
+ * VM's exit status (-1: none or a signal), its stderr in out. */
+static int run_with(const char *red, const int *kill_idx, int spares, double gap_s, char *out,
+                    size_t cap)
 {
 	const char *mode = red ? "replicate" : NULL;
 	if (red)
@@ -112,7 +118,10 @@ static int run(const char *red, const int *kill_idx, char *out, size_t cap)
 	else
 		unsetenv("RHEAP_TEST_REDUNDANCY");
 	cluster c;
-	if (cluster_start(&c, tracerd, provider, 3, 64, 0.25, 1000, "\"offload\": false") < 0) {
+	cluster_spares = spares;
+	int started = cluster_start(&c, tracerd, provider, 3, 64, 0.25, 1000, "\"offload\": false");
+	cluster_spares = 0;
+	if (started < 0) {
 		CHECK(0, "start three tracers (%s)", mode ? mode : "none");
 		return -1;
 	}
@@ -135,6 +144,8 @@ static int run(const char *red, const int *kill_idx, char *out, size_t cap)
 	close(ready[0]);
 	usleep(1000000);
 	for (const int *k = kill_idx; *k >= 0; k++) {
+		if (k != kill_idx)
+			usleep((useconds_t)(gap_s * 1e6));
 		kill(c.pid[*k], SIGKILL);
 		waitpid(c.pid[*k], NULL, 0);
 		c.pid[*k] = 0;
@@ -151,6 +162,11 @@ static int run(const char *red, const int *kill_idx, char *out, size_t cap)
 	proc_drain(errp, out, cap);
 	cluster_stop(&c);
 	return w == pid && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int run(const char *red, const int *kill_idx, char *out, size_t cap)
+{
+	return run_with(red, kill_idx, 0, 0, out, cap);
 }
 
 int main(int argc, char **argv)
@@ -189,6 +205,24 @@ int main(int argc, char **argv)
 	              strstr(out, "memory server 2") && strstr(out, "no copy left"),
 	      "replicate, tracers 1 and 2 killed: status %d and both named (got %d: %s)",
 	      RH_EXIT_LOST, rc, out);
+
+	/* red.S1-S3: the same two losses, two seconds apart, with a spare. */
+	rc = run_with(replicate, two, 1, 2.0, out, sizeof out);
+	lost = 0;
+	ok = strstr(out, "\nok ");
+	if (!ok && !strncmp(out, "ok ", 3))
+		ok = out;
+	if (ok)
+		sscanf(ok + (*ok == '\n'), "ok %*u rounds, %*u copy reads, %zu hosts lost", &lost);
+	CHECK(rc == 0 && ok,
+	      "replicate with a spare, tracers 1 and 2 killed 2 s apart: the VM checked every "
+	      "round (exit %d)",
+	      rc);
+	CHECK(strstr(out, "partition 1 rebuilt on memory server 1 (spare 0"),
+	      "the spare took server 1's place and was rebuilt before the second loss");
+	CHECK(lost == 2, "the VM counted two servers lost (%zu)", lost);
+	if (check_failures() || getenv("RHEAP_TEST_VERBOSE"))
+		printf("# the VM said: %s\n", out);
 
 	rc = run("\"mode\": \"replicate\", \"write_copies\": false", one, out, sizeof out);
 	CHECK(rc == RH_EXIT_LOST && strstr(out, "memory server 2") && strstr(out, "corrupt page"),

@@ -52,8 +52,8 @@ static int cfg_equal(const rh_config *a, const rh_config *b)
 	    a->copy_threads != b->copy_threads || a->reorder != b->reorder ||
 	    a->verify != b->verify || a->preclean != b->preclean || a->pretouch != b->pretouch ||
 	    a->redundancy != b->redundancy || a->write_copies != b->write_copies ||
-	    strcmp(a->secret_file, b->secret_file) || a->secret_len != b->secret_len ||
-	    memcmp(a->secret, b->secret, a->secret_len))
+	    a->n_spares != b->n_spares || strcmp(a->secret_file, b->secret_file) ||
+	    a->secret_len != b->secret_len || memcmp(a->secret, b->secret, a->secret_len))
 		return 0;
 	for (size_t i = 0; i < a->n_servers; i++)
 		if (strcmp(a->servers[i].host, b->servers[i].host) ||
@@ -207,6 +207,9 @@ static void test_round_trip(void)
 	        "'gc':{'offload':false},'redundancy':{'mode':'replicate'}}",
 	        "{'servers':[{'host':'a','port':1},{'host':'b','port':1}],'secret_file':'good.key',"
 	        "'gc':{'offload':false},'redundancy':{'mode':'replicate','write_copies':false}}",
+	        "{'servers':[{'host':'a','port':1},{'host':'b','port':1}],'secret_file':'good.key',"
+	        "'gc':{'offload':false},'redundancy':{'mode':'replicate','spares':[{'host':'c',"
+	        "'port':2},{'host':'d','port':2}]}}",
 	        /* needs all 17 digits to come back as the same double */
 	        "{'gc':{'young_fraction':0.30000000000000004}}",
 	};
@@ -263,6 +266,22 @@ static void test_bad(void)
 	         "redundancy.mode: expected \"none\" or \"replicate\""},
 	        {"{'redundancy':{'mode':'erasure'}}", "redundancy.mode: \"erasure\" is designed"},
 	        {"{'redundancy':{'copies':2}}", "redundancy.copies: unknown key"},
+	        {"{'redundancy':{'spares':{}}}", "redundancy.spares: expected an array"},
+	        {"{'redundancy':{'spares':[{'host':'a'}]}}", "redundancy.spares[0].port: missing"},
+	        {"{'redundancy':{'spares':[{'host':'a','port':1,'size':2}]}}",
+	         "redundancy.spares[0].size: unknown key"},
+	        {"{'redundancy':{'spares':[{'host':'a','port':1}]}}",
+	         "redundancy.spares: a spare takes a lost"},
+	        {"{'servers':[{'host':'a','port':1},{'host':'b','port':1}],'secret_file':'good.key'"
+	         ","
+	         "'gc':{'offload':false},'redundancy':{'mode':'replicate','spares':[{'host':'a',"
+	         "'port':1}]}}",
+	         "redundancy.spares[0]: same host and port as servers[0]"},
+	        {"{'servers':[{'host':'a','port':1},{'host':'b','port':1}],'secret_file':'good.key'"
+	         ","
+	         "'gc':{'offload':false},'redundancy':{'mode':'replicate','spares':[{'host':'c',"
+	         "'port':1},{'host':'c','port':1}]}}",
+	         "redundancy.spares[1]: same host and port as redundancy.spares[0]"},
 	        {"{'redundancy':{'mode':'replicate'},'gc':{'offload':false}}",
 	         "it needs at least 2 servers, the config has 0"},
 	        {"{'servers':[{'host':'a','port':1},{'host':'b','port':1}],'secret_file':'good.key'"
