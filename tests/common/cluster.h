@@ -145,6 +145,9 @@ static inline void cluster_track_pids(const cluster *c)
  * cluster whose start failed. */
 static inline void cluster_stop(cluster *c)
 {
+	const char *sd = getenv("RHEAP_STATE_DIR");
+	if (sd && c->dir[0] && !strcmp(sd, c->dir))
+		unsetenv("RHEAP_STATE_DIR");
 	cluster_reap(c->dir, c->pid, c->n + c->n_spares);
 	if (c->reg) {
 		memset(&cluster_regs[c->reg - 1], 0, sizeof cluster_regs[0]);
@@ -277,6 +280,11 @@ static inline int cluster_init(cluster *c, int n)
 	}
 	close(fd);
 	snprintf(c->config, sizeof c->config, "%s/heap.json", c->dir);
+	/* The heaps this process and its children open keep their live stats
+	 * in the cluster's directory, which goes with it, not in the user's
+	 * default state directory: a VM a test kills, or ends with _exit,
+	 * cannot remove its file. */
+	setenv("RHEAP_STATE_DIR", c->dir, 1);
 	c->n = n;
 	c->n_spares = cluster_spares;
 	if (n + c->n_spares > (int)(sizeof c->pid / sizeof c->pid[0]))

@@ -83,6 +83,9 @@ ns() { echo "rhnt-$ID-$1"; }
 dev() { echo "rh$ID$1$2"; } # the end of link $1-$2 that lies in $1
 
 dir=$(mktemp -d /tmp/rheap-netns-XXXXXX) || exit 1
+# The VMs' live stats go with the work directory: a VM the scenario kills
+# cannot remove its file from the user's default state directory.
+export RHEAP_STATE_DIR=$dir
 declare -A PID # tag -> pid of a process this script started
 NAMESPACES=()
 
