@@ -365,28 +365,26 @@ void rh_swap_wcheck(rh_swap *s, uint32_t region, const uintptr_t *addrs, const u
 	rh_swap_wscore_add(s, region, written * (int)RH_WSCORE_WRITE - unwritten);
 }
 
-/* Read the claimed pages [a, a + n pages) from host h into a buffer of
- * this fault's own and install them, the faulting page last (waking it
- * finds its neighbours in). No lock is held across the read (swap.C4):
- * other faults go on meanwhile, each with its own read in flight. */
-/* Read n pages at a from their owner, or from the copy while the owner is
- * lost (red.R4); a host that fails the read is lost, and the read goes to
- * the other. False: no host is left (the fatal handler was called). */
-static bool read_pages(rh_swap *s, uintptr_t a, size_t n, uint8_t *buf, const rh_swap_host **from)
+/* red.R4: read sg (n_sge entries, `pages` pages of one partition, the
+ * first at a) from the partition's owner, or from its copy while the owner
+ * is lost; a host that fails the read is lost, and the read goes to the
+ * other. *from: the host that served it. False: no host is left (the
+ * fatal handler was called). */
+static bool read_holders(rh_swap *s, uintptr_t a, const rh_tp_sge *sg, size_t n_sge, size_t pages,
+                         const rh_swap_host **from)
 {
 	for (;;) {
 		const rh_swap_host *h = rh_swap_reader(s, a);
 		if (!h)
 			return false;
-		rh_tp_sge sg = {.local = buf, .remote = a, .len = (uint32_t)(n * RH_PAGE_SIZE)};
 		uint64_t id = rh_swap_wr_id(s);
 		rh_error err;
-		int rc = rh_tp_read(h->conn, &sg, 1, id, &err);
+		int rc = rh_tp_read(h->conn, sg, n_sge, id, &err);
 		if (rc == RH_OK)
 			rc = rh_tp_wait(h->conn, id, (int)s->o.timeout_ms, &err);
 		if (rc == RH_OK) {
 			if (h != rh_swap_host_of(s, a))
-				atomic_fetch_add(&s->st.copy_reads, n);
+				atomic_fetch_add(&s->st.copy_reads, pages);
 			*from = h;
 			return true;
 		}
@@ -395,14 +393,19 @@ static bool read_pages(rh_swap *s, uintptr_t a, size_t n, uint8_t *buf, const rh
 	}
 }
 
+/* Read the claimed pages [a, a + n pages) from their holder into a buffer
+ * of this fault's own and install them, the faulting page last (waking it
+ * finds its neighbours in). No lock is held across the read (swap.C4):
+ * other faults go on meanwhile, each with its own read in flight. */
 static void fetch_claimed(rh_swap *s, uintptr_t a, size_t n, bool write)
 {
 	uint32_t slot;
 	uint8_t *buf = slot_get(s, &slot);
 	if (!buf)
 		return; /* failed: the faulter stays blocked, the process ends */
+	rh_tp_sge sg = {.local = buf, .remote = a, .len = (uint32_t)(n * RH_PAGE_SIZE)};
 	const rh_swap_host *h;
-	if (!read_pages(s, a, n, buf, &h))
+	if (!read_holders(s, a, &sg, 1, n, &h))
 		return; /* the fatal handler ends the process; the faulter stays blocked */
 	if (!rh_swap_sums_ok(s, h, a, buf, n))
 		return; /* swap.I2: a corrupt page is fatal, never installed */
@@ -460,10 +463,9 @@ static bool fetch(rh_swap *s, uintptr_t a, bool write)
 
 /* ---------------------------------------------------------------- peeking */
 
-/* Reads the claimed pages pages[0..n) (one host's, n at most a fetch
+/* Reads the claimed pages pages[0..n) (one partition's, n at most a fetch
  * buffer's) into out[at[i]] and hands each back EVICTED (swap.P6). */
-static bool peek_read(rh_swap *s, const rh_swap_host *h, const uintptr_t *pages, const size_t *at,
-                      size_t n, uint8_t *out)
+static bool peek_read(rh_swap *s, const uintptr_t *pages, const size_t *at, size_t n, uint8_t *out)
 {
 	uint32_t slot;
 	uint8_t *buf = slot_get(s, &slot);
@@ -472,19 +474,8 @@ static bool peek_read(rh_swap *s, const rh_swap_host *h, const uintptr_t *pages,
 	for (size_t i = 0; ok && i < n; i++)
 		sg[i] = (rh_tp_sge){
 		        .local = buf + i * RH_PAGE_SIZE, .remote = pages[i], .len = RH_PAGE_SIZE};
-	/* red.R4: the owner, or the copy while the owner is lost (the pages
-	 * are one partition's). */
-	while (ok) {
-		rh_error err;
-		uint64_t id = rh_swap_wr_id(s);
-		if (rh_tp_read(h->conn, sg, n, id, &err) == RH_OK &&
-		    rh_tp_wait(h->conn, id, (int)s->o.timeout_ms, &err) == RH_OK) {
-			if (h != rh_swap_host_of(s, pages[0]))
-				atomic_fetch_add(&s->st.copy_reads, n);
-			break;
-		}
-		ok = rh_swap_host_failed(s, h, &err) && (h = rh_swap_reader(s, pages[0])) != NULL;
-	}
+	const rh_swap_host *h = NULL;
+	ok = ok && read_holders(s, pages[0], sg, n, n, &h);
 	for (size_t i = 0; ok && i < n; i++) {
 		/* swap.I2: a corrupt page is fatal, never used. */
 		ok = rh_swap_sums_ok(s, h, pages[i], buf + i * RH_PAGE_SIZE, 1);
@@ -514,15 +505,17 @@ bool rh_swap_peek(rh_swap *s, const uintptr_t *pages, size_t n, uint8_t *out)
 	pthread_rwlock_rdlock(&s->fault_lock);
 	for (size_t i = 0; i < n; i++) {
 		size_t pg = rh_swap_page(s, pages[i]);
-		const rh_swap_host *h = rh_swap_reader(s, pages[i]);
+		/* Grouped by partition: read_holders reads a group from one holder. */
+		const rh_swap_host *h = rh_swap_host_of(s, pages[i]);
 		/* swap.P6: the claim keeps faults and the evictor off the page
 		 * while its copy is read; nothing writes an evicted page's copy. */
-		if (!h || !rh_swap_cas(s, pg, RH_PAGE_EVICTED, RH_PAGE_FETCHING)) {
+		if (!h || !rh_swap_reader(s, pages[i]) ||
+		    !rh_swap_cas(s, pg, RH_PAGE_EVICTED, RH_PAGE_FETCHING)) {
 			from_mem[i] = 1;
 			continue;
 		}
 		if (k && (h != gh || k == cap)) {
-			ok = peek_read(s, gh, grp, at, k, out) && ok;
+			ok = peek_read(s, grp, at, k, out) && ok;
 			k = 0;
 		}
 		gh = h;
@@ -530,7 +523,7 @@ bool rh_swap_peek(rh_swap *s, const uintptr_t *pages, size_t n, uint8_t *out)
 		at[k++] = i;
 	}
 	if (k)
-		ok = peek_read(s, gh, grp, at, k, out) && ok;
+		ok = peek_read(s, grp, at, k, out) && ok;
 	pthread_rwlock_unlock(&s->fault_lock);
 	/* Outside the lock: a copy that faults is served like any fault. */
 	for (size_t i = 0; ok && i < n; i++) {

@@ -169,6 +169,20 @@ static int run(const char *red, const int *kill_idx, char *out, size_t cap)
 	return run_with(red, kill_idx, 0, 0, out, cap);
 }
 
+/* Whether the VM's stderr holds its "ok" line, and that line's counts. */
+static bool vm_ok(const char *out, unsigned long long *copy_reads, size_t *lost)
+{
+	const char *ok = strstr(out, "\nok ");
+	if (!ok && !strncmp(out, "ok ", 3))
+		ok = out;
+	*copy_reads = 0;
+	*lost = 0;
+	if (ok)
+		sscanf(ok + (*ok == '\n'), "ok %*u rounds, %llu copy reads, %zu hosts lost",
+		       copy_reads, lost);
+	return ok != NULL;
+}
+
 int main(int argc, char **argv)
 {
 	if (cluster_args(argc, argv, 0, "", &tracerd, &provider))
@@ -178,14 +192,9 @@ int main(int argc, char **argv)
 	const char *replicate = "\"mode\": \"replicate\"";
 
 	int rc = run(replicate, one, out, sizeof out);
-	unsigned long long copy_reads = 0;
-	size_t lost = 0;
-	const char *ok = strstr(out, "\nok ");
-	if (!ok && !strncmp(out, "ok ", 3))
-		ok = out;
-	if (ok)
-		sscanf(ok + (*ok == '\n'), "ok %*u rounds, %llu copy reads, %zu hosts lost",
-		       &copy_reads, &lost);
+	unsigned long long copy_reads;
+	size_t lost;
+	bool ok = vm_ok(out, &copy_reads, &lost);
 	CHECK(rc == 0 && ok, "replicate, tracer 1 killed: the VM checked every round (exit %d)",
 	      rc);
 	CHECK(lost == 1, "the VM counted one memory server lost (%zu)", lost);
@@ -208,12 +217,7 @@ int main(int argc, char **argv)
 
 	/* red.S1-S3: the same two losses, two seconds apart, with a spare. */
 	rc = run_with(replicate, two, 1, 2.0, out, sizeof out);
-	lost = 0;
-	ok = strstr(out, "\nok ");
-	if (!ok && !strncmp(out, "ok ", 3))
-		ok = out;
-	if (ok)
-		sscanf(ok + (*ok == '\n'), "ok %*u rounds, %*u copy reads, %zu hosts lost", &lost);
+	ok = vm_ok(out, &copy_reads, &lost);
 	CHECK(rc == 0 && ok,
 	      "replicate with a spare, tracers 1 and 2 killed 2 s apart: the VM checked every "
 	      "round (exit %d)",
