@@ -420,6 +420,7 @@ static void snapshot(rh_heap *h)
 	rh_cmark *c = &h->cm;
 	c->cycle++;
 	c->t_start = rh_now_ns();
+	c->pauses0 = h->stats.collections;
 	c->mark_ns = 0;
 	c->n_stack = 0;
 	c->n_parts = 0;
@@ -504,6 +505,7 @@ static void finish(rh_heap *h)
 	rh_remsets_drop_freed(h);
 	rh_region_flush_freed(h);
 	rh_sizing_marked(h, live_total, old_total);
+	rh_sizing_cycle_done(h, h->stats.collections - c->pauses0);
 	set_phase(c, RH_CM_IDLE);
 	start_clearing(h);
 	uint64_t took = rh_now_ns() - c->t_start;
@@ -534,6 +536,49 @@ static void let_go(rh_cmark *c)
 	atomic_fetch_sub_explicit(&c->pause_wanted, 1, memory_order_acq_rel);
 	pthread_cond_broadcast(&c->cond);
 	pthread_mutex_unlock(&c->lock);
+}
+
+/* Bytes below TAMS the scrub has still to walk. */
+static uint64_t scrub_left(const rh_heap *h)
+{
+	const rh_cmark *c = &h->cm;
+	uint64_t n = 0;
+	for (uint32_t i = c->scrub_next; i < h->n_regions; i++)
+		if (c->tams[i] > h->regions[i].start)
+			n += c->tams[i] - h->regions[i].start;
+	if (c->scrub_pos && c->scrub_next < h->n_regions)
+		n -= c->scrub_pos - h->regions[c->scrub_next].start;
+	return n;
+}
+
+/* sizing.C3: a cycle marked but not yet scrubbed, with the room about to
+ * run short, is finished in the pause, so that it collects what the cycle
+ * found rather than abandon it for a full collection the next. */
+static void finish_now(rh_heap *h, int kind)
+{
+	rh_cmark *c = &h->cm;
+	uint64_t left = scrub_left(h), eden = 0;
+	for (uint32_t i = 0; i < h->n_regions; i++)
+		if (h->regions[i].kind == RH_REGION_EDEN)
+			eden += h->regions[i].top - h->regions[i].start;
+	if (!rh_sizing_finish_now(h, left, eden))
+		return;
+	uint64_t t0 = rh_now_ns();
+	rh_emit(h, kind, RH_PHASE_RECLAIM, 1);
+	while (!scrub_some(h))
+		;
+	uint64_t t1 = rh_now_ns();
+	rh_sizing_scrubbed(h, left, t1 - t0);
+	finish(h);
+	pthread_mutex_lock(&h->stats_lock);
+	h->stats.concurrent_pause_finishes++;
+	pthread_mutex_unlock(&h->stats_lock);
+	rh_emit(h, kind, RH_PHASE_RECLAIM, 0);
+	rh_log(RH_LOG_DEBUG, "gc",
+	       "concurrent cycle %llu: %llu KiB scrubbed in the pause in %.2f ms, finished in "
+	       "%.2f ms",
+	       (unsigned long long)c->cycle, (unsigned long long)(left >> 10),
+	       (double)(t1 - t0) / 1e6, (double)(rh_now_ns() - t1) / 1e6);
 }
 
 void rh_cmark_pause_begin(rh_heap *h, int kind)
@@ -567,6 +612,8 @@ void rh_cmark_pause_begin(rh_heap *h, int kind)
 		       "concurrent cycle %llu: finished in the pause in %.2f ms",
 		       (unsigned long long)c->cycle, (double)(rh_now_ns() - t0) / 1e6);
 	}
+	if (phase_of(c) == RH_CM_SCRUB && kind != RH_GC_FULL)
+		finish_now(h, kind);
 	if (kind == RH_GC_FULL)
 		rh_cmark_abort(h);
 }

@@ -58,6 +58,7 @@ typedef struct rh_cmark {
 	pthread_mutex_t satb_lock;
 	rh_satb *satb_full; /* filled buffers, for the marker */
 	uint64_t t_start;   /* when the cycle started */
+	uint64_t pauses0;   /* partial collections before it started (sizing.C2) */
 	uint64_t mark_ns;   /* marker thread time this cycle */
 } rh_cmark;
 

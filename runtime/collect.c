@@ -152,6 +152,9 @@ static void choose_set(rh_gc *g)
 	                           ? NULL
 	                           : malloc(h->n_regions * sizeof *cand);
 	uint64_t eden_bytes = 0;
+	/* sizing.O2: short of room for another cycle, sparser regions too. */
+	bool pressed = cand && rh_sizing_pressed(h);
+	uint64_t bar = pressed ? RH_SZ_PRESSED_DEAD_PCT : RH_SZ_OLD_DEAD_PCT;
 	for (uint32_t i = 0; i < h->n_regions; i++) {
 		rh_region *r = &h->regions[i];
 		if (r->kind == RH_REGION_EDEN) {
@@ -165,7 +168,7 @@ static void choose_set(rh_gc *g)
 		           !(h->offload_on && !h->cssc.compacting &&
 		             rh_swap_region_evicted_pct(h->swap, i, r->top - r->start) >= 50)) {
 			uint64_t used = r->top - r->start;
-			if (used && (used - r->live_bytes) * 100 >= used * 35)
+			if (used && (used - r->live_bytes) * 100 >= used * bar)
 				cand[n_cand++] = r;
 		}
 	}
@@ -182,6 +185,13 @@ static void choose_set(rh_gc *g)
 	double budget = (double)h->cfg.pause_budget_us * 1000.0;
 	double cost = (double)eden_bytes / 10 * h->sz.copy_ns_per_byte;
 	double old_cap = cost + budget * RH_SZ_OLD_SHARE;
+	/* sizing.O2: under pressure, what the budget leaves (its share at
+	 * the least). */
+	if (pressed) {
+		double spare = cost + rh_sizing_old_room_ns(h, eden_bytes);
+		if (spare > old_cap)
+			old_cap = spare;
+	}
 	uint64_t room = (uint64_t)h->n_free * h->region_size;
 	/* cssc.E3: a compaction takes regions until they free what lifts the
 	 * heap to twice gc.full_threshold, then more while the pause budget
@@ -190,6 +200,14 @@ static void choose_set(rh_gc *g)
 	if (h->cssc.compacting) {
 		need = 2.0 * h->cfg.full_threshold * h->n_regions - h->n_free;
 		room = copy_room(h);
+	}
+	/* sizing.O2: a pressed pause's old copies share 7/8 of the free
+	 * regions with eden's expected survivors: what does not fit stays in
+	 * place, and a kept region is walked object by object to reclaim it
+	 * (window: 20-27 ms of such a pause). */
+	if (pressed) {
+		double surv = (double)eden_bytes * h->sz.survival;
+		room = (double)copy_room(h) > surv ? copy_room(h) - (uint64_t)surv : 0;
 	}
 	for (size_t i = 0; i < n_cand; i++) {
 		/* sizing.O1: an old region costs its live bytes' copying and
@@ -638,6 +656,7 @@ static bool compaction_pays(const rh_heap *h)
 
 static void collect_stopped(rh_heap *h, rh_gc_kind kind, uint64_t t_start, rh_gctrace *trace)
 {
+	h->sz.pause_t0 = t_start;
 	h->fm.whole = kind == RH_GC_FULL;
 	if (kind == RH_GC_PARTIAL && rh_sizing_full_foreseen(h))
 		kind = RH_GC_FULL;

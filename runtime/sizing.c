@@ -147,7 +147,43 @@ static void track_growth(rh_gc *g)
  * collections take none then), and the heap filled with garbage. */
 bool rh_sizing_mark_due(const rh_heap *h)
 {
-	return room_low(h) && h->sz.old_cands == 0;
+	return room_low(h) && (h->sz.old_cands == 0 || rh_sizing_pressed(h));
+}
+
+static double avg(double old, double now);
+
+/* Free regions a partial pause takes while no old region is reclaimed
+ * (cmark.C2: none while a cycle marks): eden's expected survivors. The
+ * averaged loss (free_step) is net of what mixed pauses reclaimed, so it
+ * serves only where it is larger. */
+static double young_step(const rh_heap *h)
+{
+	double step = (double)h->eden_limit * h->sz.survival;
+	return step > h->sz.free_step ? step : h->sz.free_step;
+}
+
+/* sizing.C2: a cycle needs the room its own partial pauses take, and one
+ * pause more. */
+bool rh_sizing_pressed(const rh_heap *h)
+{
+	return h->cm.on && (double)h->n_free - (h->sz.cycle_pauses + 1) * young_step(h) <
+	                           (double)h->n_regions * h->cfg.full_threshold;
+}
+
+/* sizing.C3: the free regions fall below gc.full_threshold within two
+ * partial pauses that reclaim no old region, and the scrub of `bytes`
+ * fits in what the pause under way has left. */
+bool rh_sizing_finish_now(const rh_heap *h, uint64_t bytes, uint64_t eden_bytes)
+{
+	if ((double)h->n_free - young_step(h) >= (double)h->n_regions * h->cfg.full_threshold)
+		return false;
+	return (double)bytes * h->sz.scrub_ns_per_byte <= rh_sizing_old_room_ns(h, eden_bytes);
+}
+
+void rh_sizing_scrubbed(rh_heap *h, uint64_t bytes, uint64_t ns)
+{
+	if (bytes)
+		h->sz.scrub_ns_per_byte = avg(h->sz.scrub_ns_per_byte, (double)ns / (double)bytes);
 }
 
 double rh_sizing_old_cost(const rh_heap *h, uint64_t live_bytes, uint64_t cards)
@@ -263,6 +299,10 @@ static void choose_tenure(rh_gc *g)
 		sz->probing = true;
 	}
 }
+
+/* sizing.O2: the share of the budget a pressed pause plans to fill; the
+ * rest absorbs the copying cost's spread. */
+#define OLD_ROOM 0.85
 
 /* The fixed part of a partial pause and its cards, predicted. */
 static double fixed_part_ns(const rh_heap *h)
@@ -411,6 +451,20 @@ void rh_sizing_marked(rh_heap *h, uint64_t live, uint64_t set)
 	}
 }
 
+double rh_sizing_old_room_ns(const rh_heap *h, uint64_t eden_bytes)
+{
+	const rh_sizing *sz = &h->sz;
+	double budget = (double)h->cfg.pause_budget_us * 1000.0;
+	double spent = (double)(rh_now_ns() - sz->pause_t0);
+	double eden = (double)eden_bytes * sz->survival * sz->copy_ns_per_byte;
+	return budget * OLD_ROOM - spent - fixed_part_ns(h) - eden;
+}
+
+void rh_sizing_cycle_done(rh_heap *h, uint64_t pauses)
+{
+	h->sz.cycle_pauses = avg(h->sz.cycle_pauses, (double)pauses);
+}
+
 void rh_sizing_after(rh_gc *g)
 {
 	if (g->kind == RH_GC_FULL) {
@@ -431,6 +485,8 @@ void rh_sizing_init(rh_heap *h)
 	sz->survival = 0.2;
 	sz->full_growth = 2.0;
 	sz->tenure = RH_TENURE;
+	sz->cycle_pauses = 3;        /* until a cycle is measured */
+	sz->scrub_ns_per_byte = 0.1; /* until a scrub in a pause is */
 	/* Until the first collection measures anything: 4 MiB of eden, or
 	 * young_fraction of the heap if that is smaller, or what the young
 	 * share of the pause budget copies at the assumed cost if all of it

@@ -24,6 +24,11 @@
 #define RH_SZ_OLD_SHARE 0.2
 #define RH_SZ_CSSC_SHARE 0.5
 
+/* An old region joins a partial set when at least this share (percent) of
+ * it is dead by its last marking; under pressure (sizing.O2), the lower. */
+#define RH_SZ_OLD_DEAD_PCT 35
+#define RH_SZ_PRESSED_DEAD_PCT 20
+
 typedef struct rh_sizing {
 	double copy_ns_per_byte;  /* evacuation per surviving byte (marking, copying, fixing) */
 	double card_ns;           /* scanning one remembered card as roots */
@@ -42,6 +47,9 @@ typedef struct rh_sizing {
 	bool probing;             /* ages survivors only to measure them (sizing.T3) */
 	uint32_t streak;          /* measured pauses in a row that kept all they aged (sizing.T2) */
 	size_t old_cands;         /* old regions the last marking left worth collecting */
+	double cycle_pauses; /* partial pauses a concurrent cycle spans, averaged (sizing.C2) */
+	uint64_t pause_t0;   /* when the pause under way stopped the world (rh_now_ns) */
+	double scrub_ns_per_byte; /* a cycle's scrub finished in a pause, per byte (sizing.C3) */
 	/* Growth per partial pause, averaged (sizing.F2): old bytes gained and
 	 * free regions lost, from the values at the end of the last pause. */
 	double old_step, free_step;
@@ -80,6 +88,19 @@ bool rh_sizing_full_foreseen(const rh_heap *h);
  * now, to find the old generation's garbage before a full collection is
  * forced (sizing.C1). */
 bool rh_sizing_mark_due(const rh_heap *h);
+/* sizing.C2: whether the free regions run short before another
+ * concurrent cycle could finish and the mixed pauses after it reclaim. */
+bool rh_sizing_pressed(const rh_heap *h);
+/* sizing.O2: the time a pressed partial pause has left for old regions,
+ * after what it spent so far and what eden's `eden_bytes` will cost. */
+double rh_sizing_old_room_ns(const rh_heap *h, uint64_t eden_bytes);
+/* sizing.C3: whether a concurrent cycle with `bytes` left to scrub is
+ * finished in the pause under way (whose eden holds `eden_bytes`). */
+bool rh_sizing_finish_now(const rh_heap *h, uint64_t bytes, uint64_t eden_bytes);
+/* A scrub of `bytes` in a pause took `ns`. */
+void rh_sizing_scrubbed(rh_heap *h, uint64_t bytes, uint64_t ns);
+/* A concurrent cycle finished after spanning `pauses` partial pauses. */
+void rh_sizing_cycle_done(rh_heap *h, uint64_t pauses);
 /* Whether the tracers' full marking is expected within RH_SZ_NEAR_PAUSES
  * partial pauses at the growth of the last ones (sizing.F2). */
 bool rh_sizing_full_near(const rh_heap *h);

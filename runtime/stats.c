@@ -136,6 +136,7 @@ char *rh_stats_json(rh_heap *h)
 	F(full_collections_remote);
 	F(concurrent_cycles);
 	F(concurrent_aborts);
+	F(concurrent_pause_finishes);
 	F(concurrent_mark_ns);
 	F(bytes_copied_helpers);
 	F(copies_undone);

@@ -278,9 +278,11 @@ typedef struct rh_stats {
 	uint64_t remote_refs_fixed;        /* external references to moved objects fixed */
 	uint64_t full_collections_remote;  /* full collections marked by the tracers */
 	/* Concurrent marking (local heaps). */
-	uint64_t concurrent_cycles;  /* cycles finished (the tracers' too) */
-	uint64_t concurrent_aborts;  /* cycles dropped for a full collection */
-	uint64_t concurrent_mark_ns; /* marker thread time: finished cycles, mark clearing */
+	uint64_t concurrent_cycles;         /* cycles finished (the tracers' too) */
+	uint64_t concurrent_aborts;         /* cycles dropped for a full collection */
+	uint64_t concurrent_pause_finishes; /* cycles finished inside a pause, the room running
+	                                     * short (docs/collector.md, sizing.C3) */
+	uint64_t concurrent_mark_ns;        /* marker thread time: finished cycles, mark clearing */
 	/* Parallel copying (gc.copy_threads). */
 	uint64_t
 	        bytes_copied_helpers; /* of bytes_copied, by threads other than the collecting one */

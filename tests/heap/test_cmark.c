@@ -14,6 +14,9 @@
  *               rounds, some with a full collection aborting the cycle.
  *   auto        an old generation past its bound starts a cycle by itself
  *               where a heap without concurrent marking collects in full.
+ *   churn       a heap about 60 % full of old data dying as it ages: the
+ *               collector finishes a cycle inside a pause where the room
+ *               runs short (sizing.C3), and every node kept is intact.
  *   stress      mutator threads move, wrap, replace and hold subtrees of
  *               their own old structures and of a shared one while one of
  *               them starts, joins and aborts cycles; the verifier runs after
@@ -910,6 +913,128 @@ static void test_auto_start(void)
 	       U(off.collections), U(off.full_collections));
 }
 
+/* ------------------------------------------------------------ churn */
+
+/* sizing.C2, C3 and O2: a heap kept about 60 % full of old data that dies
+ * as it ages, the suite's `window` in small. A window of CH_BATCHES
+ * batches, each a refs array of nodes; every step adds a batch, drops one
+ * node in four of each of the CH_JOIN batches before it (scattered
+ * deaths) and drops the oldest batch whole. The collector keeps up with
+ * cycles and mixed pauses alone: a cycle still scrubbing when the room
+ * runs short is finished inside the pause. Checked: every node kept is
+ * intact, every dropped slot null, the verifier clean. */
+#define CH_BATCHES 16
+#define CH_JOIN 4
+
+struct churn {
+	size_t n;       /* nodes a batch */
+	uint8_t *alive; /* CH_BATCHES x n: the slot holds its node */
+	uint64_t step[CH_BATCHES];
+};
+
+static uint64_t ch_id(uint64_t step, size_t i)
+{
+	return (9ull << 40) | (step << 20) | i;
+}
+
+static void ch_add(rh_mutator *m, struct churn *ch, void **win, void **tmp, uint64_t step)
+{
+	size_t b = step % CH_BATCHES;
+	struct refs *batch = rh_alloc_array(m, t_refs, ch->n);
+	REQUIRE(batch, "batch of %zu: %s", ch->n, rh_last_error()->msg);
+	tmp[0] = batch;
+	for (size_t i = 0; i < ch->n; i++) {
+		tmp[1] = NULL;
+		REQUIRE(push(m, &tmp[1], ch_id(step, i), PAYLOAD), "node %zu of step %llu", i,
+		        U(step));
+		rh_write_ref(m, &((struct refs *)tmp[0])->e[i], tmp[1]);
+	}
+	tmp[1] = NULL;
+	rh_write_ref(m, &((struct refs *)*win)->e[b], tmp[0]); /* the oldest goes */
+	tmp[0] = NULL;
+	ch->step[b] = step;
+	memset(ch->alive + b * ch->n, 1, ch->n);
+	for (uint64_t a = 1; a <= CH_JOIN && a <= step; a++) {
+		size_t o = (step - a) % CH_BATCHES;
+		struct refs *old = ((struct refs *)*win)->e[o];
+		for (size_t i = 0; i < ch->n; i++)
+			if (ch->alive[o * ch->n + i] &&
+			    rng_mix(step * 131 + a * 7919 + i) % 4 == 0) {
+				rh_write_ref(m, &old->e[i], NULL);
+				ch->alive[o * ch->n + i] = 0;
+			}
+	}
+}
+
+static size_t ch_check(const struct churn *ch, void *win, uint64_t steps)
+{
+	size_t bad = 0;
+	for (uint64_t b = 0; b < CH_BATCHES && b < steps; b++) {
+		const struct refs *batch = ((struct refs *)win)->e[b];
+		for (size_t i = 0; i < ch->n && bad < 5; i++) {
+			const void *p = batch->e[i];
+			if (ch->alive[b * ch->n + i] ? !node_ok(p, ch_id(ch->step[b], i), PAYLOAD)
+			                             : !!p) {
+				fprintf(stderr, "churn: batch %llu (step %llu) slot %zu: %p\n",
+				        U(b), U(ch->step[b]), i, p);
+				bad++;
+			}
+		}
+	}
+	return bad;
+}
+
+static void test_churn(void)
+{
+	rh_config cfg;
+	th_config(&cfg, small ? 24 : 48, REGION_KIB);
+	cfg.pause_budget_us = 50000; /* the suite's */
+	rh_mutator *m = open_precise(&cfg);
+	/* About 60 % of the heap live: CH_BATCHES batches, less the drops. */
+	struct churn ch = {.n = (size_t)(cfg.heap_size * 7 / 10 / CH_BATCHES / (PAYLOAD + 96))};
+	ch.alive = calloc(CH_BATCHES, ch.n);
+	REQUIRE(ch.alive, "out of memory");
+	void *roots[3] = {NULL, NULL, NULL};
+	rh_frame f;
+	rh_push_frame(m, &f, roots, 3);
+	roots[0] = rh_alloc_array(m, t_refs, CH_BATCHES);
+	REQUIRE(roots[0], "window: %s", rh_last_error()->msg);
+	rh_stats s0 = th_stats(heap), s1 = s0;
+	double t0 = now_ms();
+	uint64_t step = 0, min_steps = small ? 40 : 120;
+	size_t bad = 0;
+	/* Until the collector has finished a cycle in a pause, the old
+	 * generation turned over several times, or 30 s. */
+	while ((step < min_steps || s1.concurrent_pause_finishes == s0.concurrent_pause_finishes) &&
+	       now_ms() - t0 < 30000 && !bad) {
+		ch_add(m, &ch, &roots[0], &roots[1], step++);
+		s1 = th_stats(heap);
+		if (step % 32 == 0) {
+			bad += ch_check(&ch, roots[0], step);
+			CHECK(rh_verify(m) == 0, "verifier after step %llu", U(step));
+		}
+	}
+	bad += ch_check(&ch, roots[0], step);
+	CHECK(bad == 0, "churn: %zu bad slots", bad);
+	CHECK(rh_verify(m) == 0, "verifier at the end");
+	s1 = th_stats(heap);
+	CHECK(s1.concurrent_pause_finishes > s0.concurrent_pause_finishes,
+	      "no cycle finished in a pause in %llu steps (%llu cycles, %llu aborted, %llu full)",
+	      U(step), U(s1.concurrent_cycles - s0.concurrent_cycles),
+	      U(s1.concurrent_aborts - s0.concurrent_aborts),
+	      U(s1.full_collections - s0.full_collections));
+	printf("churn: %llu steps of %zu nodes, %llu partial + %llu full collections, %llu cycles "
+	       "(%llu finished in a pause, %llu aborted)\n",
+	       U(step), ch.n, U(s1.collections - s0.collections),
+	       U(s1.full_collections - s0.full_collections),
+	       U(s1.concurrent_cycles - s0.concurrent_cycles),
+	       U(s1.concurrent_pause_finishes - s0.concurrent_pause_finishes),
+	       U(s1.concurrent_aborts - s0.concurrent_aborts));
+	rh_pop_frame(m, &f);
+	free(ch.alive);
+	close_heap(m);
+}
+
 /* ------------------------------------------------------------ stress */
 
 /* Each structure is a ref array of MT_K slots heading trees of nodes (a and
@@ -1444,7 +1569,8 @@ int main(int argc, char **argv)
 	} cases[] = {
 	        {"config", test_config},         {"dead", test_dead_regions},
 	        {"sparse", test_sparse_regions}, {"satb", test_satb},
-	        {"auto", test_auto_start},       {"stress", test_stress},
+	        {"auto", test_auto_start},       {"churn", test_churn},
+	        {"stress", test_stress},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		double t0 = now_ms();
