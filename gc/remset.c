@@ -94,3 +94,18 @@ void rh_remset_filter(rh_remset *rs, int (*keep)(void *ctx, uint64_t card), void
 	rs->cards = tab;
 	rs->n_cards = n;
 }
+
+void rh_remset_keep(rh_remset *rs, const uint64_t *keep, size_t n)
+{
+	if (!rs->cap)
+		return;
+	uint64_t *tab = calloc(rs->cap, sizeof *tab);
+	if (!tab)
+		return;
+	size_t added = 0;
+	for (size_t i = 0; i < n; i++)
+		added += (size_t)insert(tab, rs->cap, keep[i]);
+	free(rs->cards);
+	rs->cards = tab;
+	rs->n_cards = added;
+}

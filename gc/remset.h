@@ -34,6 +34,11 @@ int rh_remset_has_target(const rh_remset *rs, size_t target_word);
 void rh_remset_free(rh_remset *rs);
 /* Keep only the cards for which keep(ctx, card) returns non-zero. */
 void rh_remset_filter(rh_remset *rs, int (*keep)(void *ctx, uint64_t card), void *ctx);
+/* Keep exactly the n distinct cards in keep, all of them in the set now
+ * (the filter's result for a keep that names them, without a lookup per
+ * card). On allocation failure the set is left as it was: stale cards
+ * are safe. */
+void rh_remset_keep(rh_remset *rs, const uint64_t *keep, size_t n);
 
 /* Iterate: for (size_t i = 0; i < rs->cap; i++) if (rs->cards[i]) card = rs->cards[i] - 1; */
 

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "common/grow.h"
+#include "common/sort.h"
 #include "runtime/internal.h"
 #include "runtime/rootvals.h"
 #include "swap/swap.h"
@@ -35,12 +36,6 @@ static size_t queue_words(const rh_heap *h)
 	return (h->region_size / 8 + 63) / 64;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
 /* The region's cards in address order, less those in free regions (their
  * words are gone: rset.S1 would purge them later). */
 static uint64_t *cards_of(rh_heap *h, const rh_region *r, size_t *n)
@@ -54,7 +49,7 @@ static uint64_t *cards_of(rh_heap *h, const rh_region *r, size_t *n)
 		if (rs->cards[i] &&
 		    h->regions[rh_card_region(h, rs->cards[i] - 1)].kind != RH_REGION_FREE)
 			v[k++] = rs->cards[i] - 1;
-	qsort(v, k, sizeof *v, cmp_u64);
+	rh_sort_u64(v, k);
 	*n = k;
 	return v;
 }
@@ -81,17 +76,6 @@ static bool scan_card(scan *sc, const uint64_t *w)
 		any = true;
 	}
 	return any;
-}
-
-typedef struct hits {
-	uint64_t *v; /* sorted */
-	size_t n;
-} hits;
-
-static int keep_hit(void *ctx, uint64_t card)
-{
-	const hits *hs = ctx;
-	return bsearch(&card, hs->v, hs->n, sizeof *hs->v, cmp_u64) != NULL;
 }
 
 /* The n sorted cards' words, scanned into sc (rset.T1), CHUNK pages at a
@@ -140,16 +124,18 @@ static size_t bits_in(const uint64_t *v, size_t n_words)
 static bool replace_queues(rh_heap *h, rh_region *r, const scan *sc, const uint64_t *cards,
                            size_t n)
 {
-	/* rset.T3: the cards that refer into r stay, the rest leave. */
-	hits hs = {malloc((n ? n : 1) * sizeof *hs.v), 0};
-	if (!hs.v)
+	/* rset.T3: the cards that refer into r stay, the rest leave (those
+	 * in free regions too: cards_of left them out). */
+	uint64_t *keep = malloc((n ? n : 1) * sizeof *keep);
+	if (!keep)
 		rh_panic("collector: out of memory for a refresh");
+	size_t n_keep = 0;
 	for (size_t c = 0; c < n; c++)
 		if (sc->hit[c])
-			hs.v[hs.n++] = cards[c];
+			keep[n_keep++] = cards[c];
 	size_t cards_before = r->remset.n_cards;
-	rh_remset_filter(&r->remset, keep_hit, &hs);
-	free(hs.v);
+	rh_remset_keep(&r->remset, keep, n_keep);
+	free(keep);
 	h->remset_cards -= cards_before - r->remset.n_cards;
 	h->refresh.cards_dropped += cards_before - r->remset.n_cards;
 	size_t words = queue_words(h);
