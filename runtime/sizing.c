@@ -170,9 +170,9 @@ bool rh_sizing_pressed(const rh_heap *h)
 	                           (double)h->n_regions * h->cfg.full_threshold;
 }
 
-/* sizing.C3: the free regions fall below gc.full_threshold within two
- * partial pauses that reclaim no old region, and the scrub of `bytes`
- * fits in what the pause under way has left. */
+/* sizing.C3: the pause under way, reclaiming no old region, would leave
+ * the free regions below gc.full_threshold, and the scrub of `bytes` fits
+ * in what it has left. */
 bool rh_sizing_finish_now(const rh_heap *h, uint64_t bytes, uint64_t eden_bytes)
 {
 	if ((double)h->n_free - young_step(h) >= (double)h->n_regions * h->cfg.full_threshold)
