@@ -552,8 +552,9 @@ static uint64_t scrub_left(const rh_heap *h)
 }
 
 /* sizing.C3: a cycle marked but not yet scrubbed, with the room about to
- * run short, is finished in the pause, so that it collects what the cycle
- * found rather than abandon it for a full collection the next. */
+ * run short, is finished in the pause, so that the pause collects what
+ * the cycle found rather than abandon it for a full collection at its
+ * end. */
 static void finish_now(rh_heap *h, int kind)
 {
 	rh_cmark *c = &h->cm;
