@@ -558,11 +558,8 @@ static uint64_t scrub_left(const rh_heap *h)
 static void finish_now(rh_heap *h, int kind)
 {
 	rh_cmark *c = &h->cm;
-	uint64_t left = scrub_left(h), eden = 0;
-	for (uint32_t i = 0; i < h->n_regions; i++)
-		if (h->regions[i].kind == RH_REGION_EDEN)
-			eden += h->regions[i].top - h->regions[i].start;
-	if (!rh_sizing_finish_now(h, left, eden))
+	uint64_t left = scrub_left(h);
+	if (!rh_sizing_finish_now(h, left))
 		return;
 	uint64_t t0 = rh_now_ns();
 	rh_emit(h, kind, RH_PHASE_RECLAIM, 1);

@@ -24,6 +24,23 @@ uint64_t rh_sizing_old_used(const rh_heap *h)
 	return n;
 }
 
+/* Bytes in eden regions (the survivor regions a pause left among them). */
+static uint64_t eden_used(const rh_heap *h)
+{
+	uint64_t n = 0;
+	for (uint32_t i = 0; i < h->n_regions; i++)
+		if (h->regions[i].kind == RH_REGION_EDEN)
+			n += h->regions[i].top - h->regions[i].start;
+	return n;
+}
+
+/* Whether `regions` fewer free regions would leave fewer than
+ * gc.full_threshold of the heap's free (collect.c, short_of_room). */
+static bool short_after(const rh_heap *h, double regions)
+{
+	return (double)h->n_free - regions < (double)h->n_regions * h->cfg.full_threshold;
+}
+
 /* How far the old generation may grow before a full collection. */
 static uint64_t old_bound(const rh_heap *h)
 {
@@ -42,11 +59,8 @@ bool rh_sizing_full_foreseen(const rh_heap *h)
 {
 	if (h->offload_on || h->cm.on)
 		return false;
-	uint64_t eden = 0;
-	for (uint32_t i = 0; i < h->n_regions; i++)
-		if (h->regions[i].kind == RH_REGION_EDEN)
-			eden += h->regions[i].top - h->regions[i].start;
-	return rh_sizing_old_used(h) + (uint64_t)(h->sz.survival * (double)eden) > old_bound(h);
+	return rh_sizing_old_used(h) + (uint64_t)(h->sz.survival * (double)eden_used(h)) >
+	       old_bound(h);
 }
 
 /* Twice gc.full_threshold of the regions plus an eden. */
@@ -115,7 +129,7 @@ bool rh_sizing_full_near(const rh_heap *h)
 bool rh_sizing_short_within(const rh_heap *h, double k)
 {
 	double step = h->sz.free_step > 0 ? h->sz.free_step : 0;
-	return (double)h->n_free - k * step < (double)h->n_regions * h->cfg.full_threshold;
+	return short_after(h, k * step);
 }
 
 /* The growth sizing.F2 projects: measured from the end of one pause to the
@@ -166,18 +180,16 @@ static double young_step(const rh_heap *h)
  * pause more. */
 bool rh_sizing_pressed(const rh_heap *h)
 {
-	return h->cm.on && (double)h->n_free - (h->sz.cycle_pauses + 1) * young_step(h) <
-	                           (double)h->n_regions * h->cfg.full_threshold;
+	return h->cm.on && short_after(h, (h->sz.cycle_pauses + 1) * young_step(h));
 }
 
 /* sizing.C3: the pause under way, reclaiming no old region, would leave
  * the free regions below gc.full_threshold, and the scrub of `bytes` fits
  * in what it has left. */
-bool rh_sizing_finish_now(const rh_heap *h, uint64_t bytes, uint64_t eden_bytes)
+bool rh_sizing_finish_now(const rh_heap *h, uint64_t bytes)
 {
-	if ((double)h->n_free - young_step(h) >= (double)h->n_regions * h->cfg.full_threshold)
-		return false;
-	return (double)bytes * h->sz.scrub_ns_per_byte <= rh_sizing_old_room_ns(h, eden_bytes);
+	return short_after(h, young_step(h)) &&
+	       (double)bytes * h->sz.scrub_ns_per_byte <= rh_sizing_old_room_ns(h, eden_used(h));
 }
 
 void rh_sizing_scrubbed(rh_heap *h, uint64_t bytes, uint64_t ns)
@@ -408,10 +420,7 @@ static void size_eden(rh_gc *g)
 	 * and are copied again (counted whole): their bytes come off the
 	 * share first, averaged over pauses, since eden shrinks when they
 	 * are many and the next pause leaves fewer. */
-	uint64_t sb = 0;
-	for (uint32_t i = 0; h->n_surv && i < h->n_regions; i++)
-		if (h->regions[i].kind == RH_REGION_EDEN)
-			sb += h->regions[i].top - h->regions[i].start;
+	uint64_t sb = h->n_surv ? eden_used(h) : 0;
 	sz->surv_bytes = avg(sz->surv_bytes, (double)sb);
 	double room = copy_room_ns(h) / sz->copy_ns_per_byte - sz->surv_bytes;
 	if (room < (double)h->region_size * surv)

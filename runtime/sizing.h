@@ -95,8 +95,8 @@ bool rh_sizing_pressed(const rh_heap *h);
  * after what it spent so far and what eden's `eden_bytes` will cost. */
 double rh_sizing_old_room_ns(const rh_heap *h, uint64_t eden_bytes);
 /* sizing.C3: whether a concurrent cycle with `bytes` left to scrub is
- * finished in the pause under way (whose eden holds `eden_bytes`). */
-bool rh_sizing_finish_now(const rh_heap *h, uint64_t bytes, uint64_t eden_bytes);
+ * finished in the pause under way. */
+bool rh_sizing_finish_now(const rh_heap *h, uint64_t bytes);
 /* A scrub of `bytes` in a pause took `ns`. */
 void rh_sizing_scrubbed(rh_heap *h, uint64_t bytes, uint64_t ns);
 /* A concurrent cycle finished after spanning `pauses` partial pauses. */
