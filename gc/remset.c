@@ -37,14 +37,24 @@ static int grow(rh_remset *rs)
 	return 0;
 }
 
-int rh_remset_add(rh_remset *rs, uint64_t card, size_t target_word, size_t region_words)
+int rh_remset_set_target(rh_remset *rs, size_t target_word, size_t region_words)
 {
 	if (!rs->targets) {
 		rs->targets = calloc((region_words + 63) / 64, sizeof(uint64_t));
 		if (!rs->targets)
 			return -1;
 	}
-	rs->targets[target_word / 64] |= 1ull << (target_word % 64);
+	uint64_t bit = 1ull << (target_word % 64);
+	if (rs->targets[target_word / 64] & bit)
+		return 0;
+	rs->targets[target_word / 64] |= bit;
+	return 1;
+}
+
+int rh_remset_add(rh_remset *rs, uint64_t card, size_t target_word, size_t region_words)
+{
+	if (rh_remset_set_target(rs, target_word, region_words) < 0)
+		return -1;
 	/* Keep the load under 1/2 so probes stay short. */
 	if ((rs->n_cards + 1) * 2 > rs->cap && grow(rs) < 0)
 		return -1;

@@ -29,6 +29,10 @@ typedef struct rh_remset {
 /* Add <card, target word index>. Returns 1 if the card was new, 0 if it was
  * already present, -1 on allocation failure. */
 int rh_remset_add(rh_remset *rs, uint64_t card, size_t target_word, size_t region_words);
+/* Set the bit of target_word in the target queue (allocated at region_words
+ * bits if need be), leaving the cards alone. 1 if the bit is new, 0 if it
+ * was set, -1 on allocation failure. */
+int rh_remset_set_target(rh_remset *rs, size_t target_word, size_t region_words);
 int rh_remset_has_card(const rh_remset *rs, uint64_t card);
 int rh_remset_has_target(const rh_remset *rs, size_t target_word);
 void rh_remset_free(rh_remset *rs);

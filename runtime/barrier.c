@@ -15,9 +15,8 @@ void rh_remember(rh_heap *h, uintptr_t slot, uintptr_t target)
 {
 	rh_region *tr = rh_region_head(h, rh_region_of(h, target));
 	uint64_t card = (slot - h->base) >> RH_CARD_SHIFT;
-	int added = rh_remset_add(&tr->remset, card, (target - tr->start) >> 3,
-	                          (tr->kind == RH_REGION_HUMONGOUS ? tr->span : 1) *
-	                                  h->region_size / 8);
+	int added =
+	        rh_remset_add(&tr->remset, card, (target - tr->start) >> 3, rh_remset_words(h, tr));
 	if (added < 0)
 		rh_panic("remembered set: out of memory");
 	h->remset_cards += (uint64_t)added;
@@ -191,8 +190,17 @@ void rh_barrier_drain(rh_heap *h)
 void rh_remember_later(rh_heap *h, uintptr_t slot, uintptr_t target)
 {
 	if (h->offload_on) {
-		rh_remember(h, slot, target);
-		return;
+		/* rset.D2: the bit now, for the tracers; the card after. */
+		rh_region *tr = rh_region_head(h, rh_region_of(h, target));
+		int bit = rh_remset_set_target(&tr->remset, (target - tr->start) >> 3,
+		                               rh_remset_words(h, tr));
+		if (bit < 0)
+			rh_panic("remembered set: out of memory");
+		/* A new bit is a new root of tr's marking: publish sends its
+		 * roots again, as it did when the new card changed n_cards. */
+		if (bit)
+			tr->roots_cards = SIZE_MAX;
+		tr->cards_pending = h->refresh.pause;
 	}
 	rh_bqbuf *b = h->bq_pause;
 	if (!b || b->n == RH_BQ_CAP) {

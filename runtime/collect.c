@@ -628,7 +628,10 @@ static void collect_again(rh_heap *h, rh_gc_kind kind, rh_gctrace *trace)
  * is full, a copying collection can move nothing). */
 static void compact_on_cpu(rh_heap *h, rh_gctrace *trace)
 {
-	/* cssc.E3: a partial collection of the sparsest old regions. */
+	/* cssc.E3: a partial collection of the sparsest old regions, which
+	 * reads their cards: those the pause has listed are filed first
+	 * (rset.D2). */
+	rh_barrier_drain(h);
 	h->cssc.compacting = true;
 	collect_again(h, RH_GC_PARTIAL, trace);
 	h->cssc.compacting = false;

@@ -340,18 +340,22 @@ void rh_heap_close(rh_heap *h)
 	}
 	if (h->refresh.regions)
 		rh_log(RH_LOG_DEBUG, "gc",
-		       "target queues rebuilt (rset.T1): %llu times, %llu resident regions "
+		       "target queues rebuilt (rset.T1): %llu times in %llu pauses (%llu filed "
+		       "the pause's cards first, rset.D2), %llu resident regions "
 		       "marked, %llu pages read, %llu cards and %llu of %llu targets dropped, "
 		       "%.1f ms",
 		       (unsigned long long)h->refresh.regions,
+		       (unsigned long long)h->refresh.pauses, (unsigned long long)h->refresh.drains,
 		       (unsigned long long)h->refresh.regions_marked,
 		       (unsigned long long)h->refresh.pages_read,
 		       (unsigned long long)h->refresh.cards_dropped,
 		       (unsigned long long)h->refresh.targets_dropped,
 		       (unsigned long long)h->refresh.targets_held, (double)h->refresh.ns / 1e6);
 	rh_refresh_fini(h);
-	/* The rebuild first (it uses both), then swap: its threads use the
-	 * connections the remote owns. */
+	/* red.Q1: no loss reaches the rebuild or swap after this. Then the
+	 * rebuild (it uses both), then swap: its threads use the connections
+	 * the remote owns. */
+	rh_remote_quiesce(h->remote);
 	rh_rebuild_stop(h);
 	rh_swap_close(h->swap);
 	rh_remote_close(h->remote);

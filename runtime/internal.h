@@ -374,6 +374,12 @@ rh_bqbuf *rh_bq_new(void);
  * as rh_remember_later's are, the empty ones spare again. */
 void rh_bq_deal(rh_heap *h, rh_bqbuf **chains, unsigned n);
 void rh_bq_take_back(rh_heap *h, rh_bqbuf *chain);
+/* The words a target queue covers: a region's, or a humongous span's
+ * (its head region holds the set). */
+static inline size_t rh_remset_words(const rh_heap *h, const rh_region *head)
+{
+	return (head->kind == RH_REGION_HUMONGOUS ? head->span : 1) * h->region_size / 8;
+}
 /* File one cross-region reference (remset_lock held). */
 void rh_remember(rh_heap *h, uintptr_t slot, uintptr_t target);
 void rh_bq_flush(rh_mutator *m);

@@ -313,6 +313,7 @@ void rh_refresh_pause(rh_heap *h)
 	 * stopped, while the pause's share lasts. */
 	uint32_t i = h->refresh.hand % h->n_regions;
 	uint32_t done = 0;
+	bool drained = false;
 	for (uint32_t seen = 0; seen < h->n_regions && (!done || rh_now_ns() < stop); seen++) {
 		rh_region *r = &h->regions[i];
 		i = (i + 1) % h->n_regions;
@@ -320,6 +321,19 @@ void rh_refresh_pause(rh_heap *h)
 		uint32_t *last = &h->refresh.last[r->index];
 		if (who == SKIP || (*last && now - (*last - 1) < RH_REFRESH_EVERY))
 			continue;
+		/* rset.D2: a region with cards this pause listed is passed once;
+		 * met so again, the pause files what it listed first (once a
+		 * pause). */
+		if (r->cards_pending == now && !drained) {
+			if (!r->passed_pending) {
+				r->passed_pending = 1;
+				continue;
+			}
+			rh_barrier_drain(h);
+			drained = true;
+			h->refresh.drains++;
+		}
+		r->passed_pending = 0;
 		*last = now + 1;
 		done++;
 		size_t nc;
@@ -340,6 +354,7 @@ void rh_refresh_pause(rh_heap *h)
 		}
 	}
 	h->refresh.hand = i;
+	h->refresh.pauses += done != 0;
 	learn(h, held, dropped);
 	rh_rootvals_free(&rv);
 	h->refresh.ns += rh_now_ns() - t0;

@@ -32,6 +32,7 @@ typedef struct rh_refresh {
 	/* Totals, for the debug log at close. */
 	uint64_t regions, regions_marked, pages_read, cards_dropped, targets_held, targets_dropped,
 	        ns;
+	uint64_t pauses, drains; /* pauses that rebuilt, and those that filed first (rset.D2) */
 } rh_refresh;
 
 /* rset.T1: rebuild the target queues of old regions in turn (rset.T4),

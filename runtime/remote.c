@@ -54,6 +54,10 @@ struct rh_remote {
 	 * nothing is sent to them again. */
 	atomic_bool *down;
 	bool (*on_loss)(void *data, size_t host, const rh_error *err);
+	/* Held across an on_loss call, so that rh_remote_quiesce waits for one
+	 * under way; quiet: the heap is closing, a loss is only marked. */
+	pthread_mutex_t loss_lock;
+	bool quiet;
 	void *loss_data;
 	/* red.S3: a spare's host waiting for the monitor to install it in
 	 * slot pending_i (under lock); the connections it replaced, closed at
@@ -119,11 +123,20 @@ static bool lose(rh_remote *r, size_t i, const char *why)
 {
 	rh_error e;
 	rh_err_set(&e, RH_EPEER, "%s", why);
+	pthread_mutex_lock(&r->loss_lock);
+	if (r->quiet) {
+		/* red.Q1: the heap closes; nothing is read from i again. */
+		atomic_store(&r->down[i], true);
+		pthread_mutex_unlock(&r->loss_lock);
+		return false;
+	}
 	pthread_mutex_lock(&r->lock);
 	bool (*on_loss)(void *, size_t, const rh_error *) = r->on_loss;
 	void *data = r->loss_data;
 	pthread_mutex_unlock(&r->lock);
-	if (on_loss && on_loss(data, i, &e)) {
+	bool survived = on_loss && on_loss(data, i, &e);
+	pthread_mutex_unlock(&r->loss_lock);
+	if (survived) {
 		atomic_store(&r->down[i], true);
 		return false;
 	}
@@ -622,6 +635,7 @@ int rh_remote_open(const rh_config *cfg, void (*fatal)(void *, const rh_error *)
 	r->full.reported = calloc(r->n_regions, 1);
 	pthread_mutex_init(&r->send_lock, NULL);
 	pthread_mutex_init(&r->lock, NULL);
+	pthread_mutex_init(&r->loss_lock, NULL);
 	pthread_cond_init(&r->cond, NULL);
 	int rc = r->hosts && r->last_heard && r->free_acked && r->down && r->marked &&
 	                         r->has_marked && r->evac && r->fix
@@ -663,6 +677,7 @@ void rh_remote_close(rh_remote *r)
 	for (size_t k = 0; k < r->n_retired; k++)
 		rh_tp_close(r->retired[k]);
 	pthread_mutex_destroy(&r->lock);
+	pthread_mutex_destroy(&r->loss_lock);
 	pthread_mutex_destroy(&r->send_lock);
 	pthread_cond_destroy(&r->cond);
 	for (size_t i = 0; r->evac && i < r->n_hosts; i++) {
@@ -831,6 +846,15 @@ int rh_remote_adopt(rh_remote *r, size_t i, const rh_swap_host *h, rh_error *err
 	}
 	pthread_mutex_unlock(&r->lock);
 	return rc;
+}
+
+void rh_remote_quiesce(rh_remote *r)
+{
+	if (!r)
+		return;
+	pthread_mutex_lock(&r->loss_lock);
+	r->quiet = true;
+	pthread_mutex_unlock(&r->loss_lock);
 }
 
 void rh_remote_on_loss(rh_remote *r, bool (*fn)(void *data, size_t host, const rh_error *err),

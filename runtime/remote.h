@@ -35,6 +35,10 @@ bool rh_remote_lost(rh_remote *r);
  * ended the heap. Without it every loss is fatal. */
 void rh_remote_on_loss(rh_remote *r, bool (*fn)(void *data, size_t host, const rh_error *err),
                        void *data);
+/* red.Q1: the heap closes. From now on a lost host is only marked down
+ * (no on_loss call, no fatal handler); returns once an on_loss call under
+ * way has returned, so the swap system can be closed after it. */
+void rh_remote_quiesce(rh_remote *r);
 /* red.S1: connect to spare k of the config and say HELLO as slot i's
  * server; *out gets its connection, partition (with the metadata address),
  * replica and name. The connection is the caller's until adopted. */

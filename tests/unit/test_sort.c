@@ -83,6 +83,20 @@ static void keep_case(void)
 	CHECK(empty.cap == 0);
 }
 
+/* rset.D2: a target bit set alone, without its card, says whether it was
+ * new, and a later rh_remset_add of the same reference adds the card. */
+static void target_case(void)
+{
+	rh_remset a = {0};
+	CHECK(rh_remset_set_target(&a, 77, 8192) == 1, "a new bit");
+	CHECK(rh_remset_set_target(&a, 77, 8192) == 0, "the same bit again");
+	CHECK(rh_remset_has_target(&a, 77) && !rh_remset_has_target(&a, 78));
+	CHECK(a.n_cards == 0 && !rh_remset_has_card(&a, 5000), "no card with the bit");
+	CHECK(rh_remset_add(&a, 5000, 77, 8192) == 1, "the card filed later is new");
+	CHECK(rh_remset_has_card(&a, 5000) && rh_remset_has_target(&a, 77));
+	rh_remset_free(&a);
+}
+
 int main(void)
 {
 	static const size_t sizes[] = {0, 1, 2, 47, 48, 49, 1000, 100003};
@@ -95,5 +109,6 @@ int main(void)
 				for (int order = 0; order < 3; order++)
 					one(sizes[s], masks[m], dup, order, seed++ * 1000003);
 	keep_case();
+	target_case();
 	return check_done();
 }
