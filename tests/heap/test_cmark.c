@@ -1021,7 +1021,16 @@ static void test_churn(void)
 	CHECK(bad == 0, "churn: %zu bad slots", bad);
 	CHECK(rh_verify(m) == 0, "verifier at the end");
 	s1 = th_stats(heap);
-	CHECK(s1.concurrent_pause_finishes > s0.concurrent_pause_finishes,
+	/* The small run is the tsan suite's (tests/heap/meson.build), there
+	 * for races: under ThreadSanitizer the marker kept up by itself in a
+	 * CI run (63 cycles in 316 steps, none short of room), so sizing.C3
+	 * had nothing to do. It passes when no cycle was abandoned and no
+	 * full collection ran, the outcome C3 prevents; the full-size run
+	 * (plain and ASan builds) keeps the proof that C3 itself fires. */
+	bool kept_up = small && s1.concurrent_aborts == s0.concurrent_aborts &&
+	               s1.full_collections == s0.full_collections &&
+	               s1.concurrent_cycles > s0.concurrent_cycles;
+	CHECK(s1.concurrent_pause_finishes > s0.concurrent_pause_finishes || kept_up,
 	      "no cycle finished in a pause in %llu steps (%llu cycles, %llu aborted, %llu full)",
 	      U(step), U(s1.concurrent_cycles - s0.concurrent_cycles),
 	      U(s1.concurrent_aborts - s0.concurrent_aborts),
