@@ -48,10 +48,9 @@ typedef struct rh_region {
 	uint8_t mapped;       /* every page populated since last dropped (local heap, region.P2) */
 	uint8_t readying;    /* FREE, off the free list while its pages are touched (pretouch.P2) */
 	uint8_t roots_fresh; /* its rebuilt target queue lost bits: send its roots again (rset.T1) */
-	uintptr_t dirty_end; /* bytes at or past it are zero */
-	uint32_t tail_fill;  /* OLD: bytes of the filler that closes it, if known */
-	uint32_t
-	        cards_pending; /* the pause whose cards into it wait for the transfer thread (rset.D2) */
+	uintptr_t dirty_end;    /* bytes at or past it are zero */
+	uint32_t tail_fill;     /* OLD: bytes of the filler that closes it, if known */
+	uint32_t cards_pending; /* pause whose cards into it await filing (rset.D2) */
 	uint8_t passed_pending; /* the rebuilding's last visit passed it for that (rset.D2) */
 	rh_remset remset;
 } rh_region;
