@@ -68,6 +68,9 @@ typedef struct server {
 	rh_dgc *dgc;
 	uint64_t next_status_ns;
 	uint64_t next_limit_ns;
+	/* Nothing heard since HELLO_OK yet: the CPU server may still be
+	 * opening its other hosts (operations.R3). Under st_lock. */
+	bool opening;
 	uint16_t port; /* where it listens (resolved if port 0 was asked) */
 } server;
 
@@ -154,6 +157,16 @@ static void set_state(server *s, const char *state, const char *peer)
 	write_status(s);
 }
 
+/* How long the CPU server may stay silent, under st_lock. operations.R3:
+ * between its HELLO_OK and its first message after it the CPU server is
+ * HELLOing its other tracers, one after another, which its open allows
+ * (RH_PROTO_OPEN_TIMEOUTS + 1) timeouts; it pings nobody before that. */
+static uint64_t silence_allowed_ms(const server *s)
+{
+	uint64_t t = s->o->cfg->timeout_ms;
+	return s->opening ? (RH_PROTO_OPEN_TIMEOUTS + 1) * t : t;
+}
+
 static int send_msg(server *s, rh_tp_conn *c, const rh_msg *m, rh_error *err)
 {
 	rh_error local;
@@ -167,11 +180,12 @@ static int send_msg(server *s, rh_tp_conn *c, const rh_msg *m, rh_error *err)
 	 * one timeout. */
 	int timeout_ms = (int)s->o->cfg->timeout_ms;
 	pthread_mutex_lock(&s->st_lock);
-	uint64_t last = s->st.last_heartbeat_ns;
+	uint64_t last = s->st.last_heartbeat_ns, allowed = silence_allowed_ms(s);
 	pthread_mutex_unlock(&s->st_lock);
 	if (last) {
 		uint64_t quiet_ms = (rh_now_ns() - last) / 1000000ull;
-		timeout_ms = quiet_ms >= (uint64_t)timeout_ms - 1 ? 1 : timeout_ms - (int)quiet_ms;
+		uint64_t left = quiet_ms + 1 >= allowed ? 1 : allowed - quiet_ms;
+		timeout_ms = left < (uint64_t)timeout_ms ? (int)left : timeout_ms;
 	}
 	size_t n = rh_msg_encode(m, s->sbuf, sizeof s->sbuf);
 	int rc = n ? rh_tp_send(c, s->sbuf, n, timeout_ms, err)
@@ -460,6 +474,7 @@ static int serve(server *s, rh_error *err)
 		return rc;
 	pthread_mutex_lock(&s->st_lock);
 	s->st.last_heartbeat_ns = rh_now_ns();
+	s->opening = true;
 	pthread_mutex_unlock(&s->st_lock);
 	if ((rc = rh_dgc_open(&s->dgc, cfg, &h->part, h->meta, dgc_send, s, err)) != RH_OK)
 		return rc;
@@ -486,18 +501,19 @@ static int serve(server *s, rh_error *err)
 			return mrc;
 		if (rc == RH_ETIMEDOUT) {
 			pthread_mutex_lock(&s->st_lock);
-			uint64_t last = s->st.last_heartbeat_ns;
+			uint64_t last = s->st.last_heartbeat_ns, allowed = silence_allowed_ms(s);
 			pthread_mutex_unlock(&s->st_lock);
-			if (now - last > (uint64_t)cfg->timeout_ms * 1000000ull)
+			if (now - last > allowed * 1000000ull)
 				return rh_err_set(err, RH_ETIMEDOUT,
-				                  "tracer: CPU server silent for over %u ms",
-				                  cfg->timeout_ms);
+				                  "tracer: CPU server silent for over %llu ms",
+				                  (unsigned long long)allowed);
 			continue;
 		}
 		if (rc != RH_OK)
 			return rc;
 		pthread_mutex_lock(&s->st_lock);
 		s->st.last_heartbeat_ns = now;
+		s->opening = false;
 		pthread_mutex_unlock(&s->st_lock);
 		if ((rc = rh_msg_decode(s->msg, len, &m, err)) != RH_OK) {
 			send_error(s, c, rc, err->msg);

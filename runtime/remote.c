@@ -418,6 +418,12 @@ static void *monitor_main(void *arg)
 	uint64_t period = (uint64_t)r->cfg->timeout_ms * 1000000ull / 4, next_ping = 0;
 	struct pollfd *pfd = calloc(r->n_hosts, sizeof *pfd);
 	bool all_fds = pfd != NULL;
+	/* operations.R3: the open pinged nobody while it HELLOed the hosts
+	 * after each one, so a host's silence counts from here. */
+	pthread_mutex_lock(&r->lock);
+	for (size_t i = 0; i < r->n_hosts; i++)
+		r->last_heard[i] = rh_now_ns();
+	pthread_mutex_unlock(&r->lock);
 	for (size_t i = 0; pfd && i < r->n_hosts; i++) {
 		pfd[i].fd = rh_tp_fd(r->hosts[i].conn);
 		pfd[i].events = POLLIN;
@@ -586,7 +592,7 @@ static void disconnect_all(rh_remote *r, bool *had)
 static int connect_all(rh_remote *r, rh_error *err)
 {
 	uint64_t t = (uint64_t)r->cfg->timeout_ms * 1000000ull;
-	uint64_t deadline = rh_now_ns() + RH_REMOTE_OPEN_TIMEOUTS * t;
+	uint64_t deadline = rh_now_ns() + RH_PROTO_OPEN_TIMEOUTS * t;
 	bool *had = calloc(r->n_hosts, sizeof *had);
 	if (!had)
 		return rh_err_set(err, RH_ENOMEM, "control path: out of memory");

@@ -15,9 +15,8 @@ typedef struct rh_remote rh_remote;
 /* Connect to every server of cfg (which must outlive the remote), run the
  * HELLO exchange and start the heartbeat monitor. fatal(data, err) is called
  * once, from the monitor thread, when a server is lost. An attempt that
- * times out is repeated until RH_REMOTE_OPEN_TIMEOUTS x transport.timeout_ms
+ * times out is repeated until RH_PROTO_OPEN_TIMEOUTS x transport.timeout_ms
  * have passed (operations.R2). */
-#define RH_REMOTE_OPEN_TIMEOUTS 4
 int rh_remote_open(const rh_config *cfg, void (*fatal)(void *, const rh_error *), void *data,
                    rh_remote **out, rh_error *err);
 /* Say BYE to every server still reachable and disconnect. */

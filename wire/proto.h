@@ -21,6 +21,11 @@
 #define RH_PROTO_MAX 65536u /* a whole message, header included */
 #define RH_PROTO_CHUNK (RH_PROTO_MAX - RH_PROTO_HDR - 16u)
 #define RH_PROTO_MAX_FREE ((RH_PROTO_MAX - RH_PROTO_HDR - 4u) / 4u)
+/* A CPU server starts no new open attempt after this many
+ * transport.timeout_ms (operations.R2), so an open lasts at most one more;
+ * a tracer allows it that long between its HELLO_OK and the first message
+ * after it (operations.R3). */
+#define RH_PROTO_OPEN_TIMEOUTS 4u
 
 enum rh_msg_type {
 	RH_MSG_HELLO = 1,    /* CPU → tracer: who I think you are */

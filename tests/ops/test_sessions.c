@@ -161,7 +161,7 @@ static void test_sessions(void)
  * handshake slots: the CPU server's first handshake there waits two
  * deadlines and times out after one. The open tries again (after a BYE
  * to tracer 0, which releases that session) and gets in within
- * RH_REMOTE_OPEN_TIMEOUTS deadlines. */
+ * RH_PROTO_OPEN_TIMEOUTS deadlines. */
 static void test_silent(void)
 {
 	cluster c;
@@ -179,7 +179,7 @@ static void test_silent(void)
 	double t0 = ops_now();
 	rh_heap *h = rh_heap_open_file(c.config, &err);
 	double dt = ops_now() - t0;
-	double bound = RH_REMOTE_OPEN_TIMEOUTS * TIMEOUT_MS / 1000.0 + 0.5;
+	double bound = RH_PROTO_OPEN_TIMEOUTS * TIMEOUT_MS / 1000.0 + 0.5;
 	printf("# the open took %.2f s\n", dt);
 	CHECK(h != NULL, "the open gets in despite them: %s", h ? "" : err.msg);
 	CHECK(dt > 0.9 && dt < bound, "after its first attempt timed out, within %.1f s (%.2f s)",
