@@ -11,12 +11,21 @@
 
 #include "runtime/internal.h"
 
-void rh_remember(rh_heap *h, uintptr_t slot, uintptr_t target)
+/* The region whose remembered set takes a reference to target (a
+ * humongous object's head region) and target's word in it. */
+static rh_region *target_region(rh_heap *h, uintptr_t target, size_t *word)
 {
 	rh_region *tr = rh_region_head(h, rh_region_of(h, target));
+	*word = (target - tr->start) >> 3;
+	return tr;
+}
+
+void rh_remember(rh_heap *h, uintptr_t slot, uintptr_t target)
+{
+	size_t word;
+	rh_region *tr = target_region(h, target, &word);
 	uint64_t card = (slot - h->base) >> RH_CARD_SHIFT;
-	int added =
-	        rh_remset_add(&tr->remset, card, (target - tr->start) >> 3, rh_remset_words(h, tr));
+	int added = rh_remset_add(&tr->remset, card, word, rh_remset_words(h, tr));
 	if (added < 0)
 		rh_panic("remembered set: out of memory");
 	h->remset_cards += (uint64_t)added;
@@ -191,9 +200,9 @@ void rh_remember_later(rh_heap *h, uintptr_t slot, uintptr_t target)
 {
 	if (h->offload_on) {
 		/* rset.D2: the bit now, for the tracers; the card after. */
-		rh_region *tr = rh_region_head(h, rh_region_of(h, target));
-		int bit = rh_remset_set_target(&tr->remset, (target - tr->start) >> 3,
-		                               rh_remset_words(h, tr));
+		size_t word;
+		rh_region *tr = target_region(h, target, &word);
+		int bit = rh_remset_set_target(&tr->remset, word, rh_remset_words(h, tr));
 		if (bit < 0)
 			rh_panic("remembered set: out of memory");
 		/* A new bit is a new root of tr's marking: publish sends its
