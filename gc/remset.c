@@ -3,16 +3,9 @@
 
 #include "gc/remset.h"
 
-static size_t slot_of(uint64_t card, size_t cap)
-{
-	/* Cards of one source region are consecutive: mix them. */
-	uint64_t h = card * 0x9e3779b97f4a7c15ull;
-	return (size_t)(h >> 17) & (cap - 1);
-}
-
 static int insert(uint64_t *tab, size_t cap, uint64_t card)
 {
-	for (size_t i = slot_of(card, cap);; i = (i + 1) & (cap - 1)) {
+	for (size_t i = rh_remset_slot(card, cap);; i = (i + 1) & (cap - 1)) {
 		if (tab[i] == card + 1)
 			return 0;
 		if (tab[i] == 0) {
@@ -55,6 +48,11 @@ int rh_remset_add(rh_remset *rs, uint64_t card, size_t target_word, size_t regio
 {
 	if (rh_remset_set_target(rs, target_word, region_words) < 0)
 		return -1;
+	return rh_remset_add_card(rs, card);
+}
+
+int rh_remset_add_card(rh_remset *rs, uint64_t card)
+{
 	/* Keep the load under 1/2 so probes stay short. */
 	if ((rs->n_cards + 1) * 2 > rs->cap && grow(rs) < 0)
 		return -1;
@@ -67,7 +65,7 @@ int rh_remset_has_card(const rh_remset *rs, uint64_t card)
 {
 	if (!rs->cap)
 		return 0;
-	for (size_t i = slot_of(card, rs->cap);; i = (i + 1) & (rs->cap - 1)) {
+	for (size_t i = rh_remset_slot(card, rs->cap);; i = (i + 1) & (rs->cap - 1)) {
 		if (rs->cards[i] == card + 1)
 			return 1;
 		if (rs->cards[i] == 0)

@@ -25,15 +25,31 @@ void rh_remember(rh_heap *h, uintptr_t slot, uintptr_t target)
 	size_t word;
 	rh_region *tr = target_region(h, target, &word);
 	uint64_t card = (slot - h->base) >> RH_CARD_SHIFT;
-	int added = rh_remset_add(&tr->remset, card, word, rh_remset_words(h, tr));
+	/* rset.D3: the target bit only for the tracers. */
+	int added = h->offload_on ? rh_remset_add(&tr->remset, card, word, rh_remset_words(h, tr))
+	                          : rh_remset_add_card(&tr->remset, card);
 	if (added < 0)
 		rh_panic("remembered set: out of memory");
 	h->remset_cards += (uint64_t)added;
 }
 
+/* rset.D3: how many entries ahead file_buffer starts loading. */
+#define FILE_AHEAD 8
+
+static void prefetch_entry(rh_heap *h, uintptr_t slot, uintptr_t target)
+{
+	size_t word;
+	rh_region *tr = target_region(h, target, &word);
+	rh_remset_prefetch(&tr->remset, (slot - h->base) >> RH_CARD_SHIFT, word);
+}
+
 static void file_buffer(rh_heap *h, rh_bqbuf *b)
 {
+	for (size_t i = 0; i < b->n && i < FILE_AHEAD; i++)
+		prefetch_entry(h, b->e[i][0], b->e[i][1]);
 	for (size_t i = 0; i < b->n; i++) {
+		if (i + FILE_AHEAD < b->n)
+			prefetch_entry(h, b->e[i + FILE_AHEAD][0], b->e[i + FILE_AHEAD][1]);
 		uintptr_t slot = b->e[i][0], val = b->e[i][1];
 		/* The target may have been freed since the store (the slot then
 		 * no longer holds it, or the object died); nothing to file. */

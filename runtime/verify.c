@@ -93,7 +93,8 @@ static void check_ref(vctx *v, uintptr_t from, void **slot, const char *what)
 				       "is missing from the target's source queue",
 				       (void *)slot, (unsigned long)a, sr->index, tr->index,
 				       (unsigned long)card);
-			else if (!rh_remset_has_target(&tr->remset, (a - tr->start) >> 3))
+			else if (h->offload_on && /* rset.D3 */
+			         !rh_remset_has_target(&tr->remset, (a - tr->start) >> 3))
 				report(v,
 				       "slot %p -> %#lx: target missing from region %u's target "
 				       "queue",
