@@ -559,12 +559,10 @@ static int hello_on(rh_remote *r, size_t i, const rh_server_config *at, size_t s
 	return RH_OK;
 }
 
+/* The host's silence counts from the monitor's start (operations.R3). */
 static int hello(rh_remote *r, size_t i, rh_error *err)
 {
-	int rc = hello_on(r, i, &r->cfg->servers[i], 0, &r->hosts[i], r->rbuf, err);
-	if (rc == RH_OK)
-		r->last_heard[i] = rh_now_ns();
-	return rc;
+	return hello_on(r, i, &r->cfg->servers[i], 0, &r->hosts[i], r->rbuf, err);
 }
 
 /* Say BYE to the hosts of a failed attempt and close them: each tracer
