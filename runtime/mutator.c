@@ -122,6 +122,7 @@ void rh_mutator_detach(rh_mutator *m)
 	pthread_mutex_lock(&h->stats_lock);
 	h->stats.bytes_allocated += m->bytes_allocated;
 	h->stats.slow_allocs += m->slow_allocs;
+	h->stats.barrier_slow += m->barrier_slow;
 	pthread_mutex_unlock(&h->stats_lock);
 	pthread_mutex_unlock(&h->lock);
 	rh_bq_flush(m);

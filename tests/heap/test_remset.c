@@ -189,8 +189,25 @@ int main(void)
 	      "partial collections %llu -> %llu", (unsigned long long)s0.collections,
 	      (unsigned long long)s1.collections);
 
+	/* Stores since the last pause count once their mutator detaches: the
+	 * old array (old after the collections) takes young nodes. */
+	uint64_t stored = 0;
+	for (size_t i = 0; i < N_ELEMS; i += 8) {
+		struct node *n = young(m, next_id++);
+		struct refs *o = slots[0];
+		if (!th_same_region(&o->elem[i], n, region_size)) {
+			rh_write_ref(m, &o->elem[i], n);
+			stored++;
+		}
+	}
+	rh_stats s2 = th_stats(h);
 	rh_pop_frame(m, &f);
 	rh_mutator_detach(m);
+	rh_stats s3 = th_stats(h);
+	CHECK(stored > 0, "no store from the old array into eden");
+	CHECK(s3.collections != s2.collections || s3.barrier_slow >= s2.barrier_slow + stored,
+	      "%llu cross-region stores before detaching, %llu counted", (unsigned long long)stored,
+	      (unsigned long long)(s3.barrier_slow - s2.barrier_slow));
 	rh_heap_close(h);
 	return check_done();
 }
