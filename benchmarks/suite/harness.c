@@ -115,7 +115,7 @@ void rs_open(rs_env *e)
 {
 	rh_error err = {0};
 	if (rh_config_load(e->config_path, &e->cfg, &err) != RH_OK)
-		die("config", &err);
+		die("cannot load the config", &err); /* err->msg names the file */
 	e->pauses = calloc(RS_MAX_PAUSES, sizeof *e->pauses);
 	if (!e->pauses) {
 		fprintf(stderr, "rh-suite: out of memory\n");
