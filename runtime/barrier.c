@@ -24,7 +24,7 @@ void rh_remember(rh_heap *h, uintptr_t slot, uintptr_t target)
 {
 	size_t word;
 	rh_region *tr = target_region(h, target, &word);
-	uint64_t card = (slot - h->base) >> RH_CARD_SHIFT;
+	uint64_t card = rh_card_of(h, slot);
 	/* rset.D3: the target bit only for the tracers. */
 	int added = h->offload_on ? rh_remset_add(&tr->remset, card, word, rh_remset_words(h, tr))
 	                          : rh_remset_add_card(&tr->remset, card);
@@ -40,7 +40,7 @@ static void prefetch_entry(rh_heap *h, uintptr_t slot, uintptr_t target)
 {
 	size_t word;
 	rh_region *tr = target_region(h, target, &word);
-	rh_remset_prefetch(&tr->remset, (slot - h->base) >> RH_CARD_SHIFT, word);
+	rh_remset_prefetch(&tr->remset, rh_card_of(h, slot), word);
 }
 
 static void file_buffer(rh_heap *h, rh_bqbuf *b)

@@ -278,6 +278,11 @@ void rh_card_slots(rh_heap *h, uint64_t card, rh_slot_fn fn, void *ctx);
 /* The same for the cards [first, first + n), all in one region: the
  * objects are walked once across the run. */
 void rh_cards_slots(rh_heap *h, uint64_t first, uint64_t n, rh_slot_fn fn, void *ctx);
+/* The card holding heap address a (a remembered set's source). */
+static inline uint64_t rh_card_of(const rh_heap *h, uintptr_t a)
+{
+	return (a - h->base) >> RH_CARD_SHIFT;
+}
 static inline uint32_t rh_card_region(const rh_heap *h, uint64_t card)
 {
 	return (uint32_t)((card << RH_CARD_SHIFT) >> h->region_shift);

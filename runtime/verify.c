@@ -86,7 +86,7 @@ static void check_ref(vctx *v, uintptr_t from, void **slot, const char *what)
 		rh_region *sr = rh_region_of(h, (uintptr_t)slot), *tr = head_of(h, a);
 		if (sr->kind != RH_REGION_EDEN && sr->index != rh_region_index(h, a) &&
 		    head_of(h, (uintptr_t)slot) != tr) {
-			uint64_t card = ((uintptr_t)slot - h->base) >> RH_CARD_SHIFT;
+			uint64_t card = rh_card_of(h, (uintptr_t)slot);
 			if (!rh_remset_has_card(&tr->remset, card))
 				report(v,
 				       "slot %p -> %#lx crosses from region %u to %u but card %lu "
