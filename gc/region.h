@@ -41,6 +41,8 @@ typedef struct rh_region {
 	uint8_t in_cset; /* being collected now */
 	uint8_t retain;  /* in the collection set, every object stays (humongous, dense, failure) */
 	uint8_t has_pins;     /* holds pinned objects: kept, its other objects still move */
+	uint8_t kept_young;   /* EDEN: kept for its pins as a survivor region (pin.Y1); its
+	                         slots were entered in other regions' sets as sources */
 	uint8_t starts_valid; /* the collector's object-start bitmap covers it */
 	uint8_t live_known;   /* live_bytes is from a marking, not an estimate */
 	uint8_t warm;         /* FREE but still mapped: [start, dirty_end) may be non-zero */

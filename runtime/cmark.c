@@ -504,7 +504,7 @@ static void finish(rh_heap *h)
 	}
 	rh_remsets_drop_freed(h);
 	rh_region_flush_freed(h);
-	rh_sizing_marked(h, live_total, old_total);
+	rh_sizing_marked(h, live_total, old_total, false); /* sizing.G1 */
 	rh_sizing_cycle_done(h, h->stats.collections - c->pauses0);
 	set_phase(c, RH_CM_IDLE);
 	start_clearing(h);

@@ -256,7 +256,8 @@ static inline void copy_object(uintptr_t to, uintptr_t from, size_t bytes, uint6
 /* Whether the reference v in heap slot `slot` needs a remembered-set
  * entry: it crosses regions, from a region that is not traced whole.
  * New survivor regions (eden kind, outside the set) need no entries:
- * they are always traced. Kept eden regions become old: they do. */
+ * they are always traced. Kept eden regions do, whether they become old
+ * or stay young (pin.Y1: then their release counts them as sources). */
 static inline bool needs_entry(const rh_heap *h, void **slot, uintptr_t v)
 {
 	uint32_t si = rh_region_index(h, (uintptr_t)slot);

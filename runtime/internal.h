@@ -278,6 +278,12 @@ void rh_card_slots(rh_heap *h, uint64_t card, rh_slot_fn fn, void *ctx);
 /* The same for the cards [first, first + n), all in one region: the
  * objects are walked once across the run. */
 void rh_cards_slots(rh_heap *h, uint64_t first, uint64_t n, rh_slot_fn fn, void *ctx);
+/* The bytes of young objects an eden region holds: a region kept young
+ * for its pins (pin.Y1) is mostly fillers, so its live bytes count. */
+static inline uint64_t rh_young_bytes(const rh_region *r)
+{
+	return r->kept_young ? r->live_bytes : r->top - r->start;
+}
 /* The card holding heap address a (a remembered set's source). */
 static inline uint64_t rh_card_of(const rh_heap *h, uintptr_t a)
 {

@@ -287,8 +287,9 @@ static void release_one(rh_heap *h, rh_region *r, bool keep_warm)
 	}
 	rh_remset_free(&r->remset);
 	r->roots_fresh = 0;
-	if (r->kind != RH_REGION_EDEN)
+	if (r->kind != RH_REGION_EDEN || r->kept_young)
 		h->freed_sources++; /* its cards in other sets are now stale */
+	r->kept_young = 0;
 	r->top = r->old_top = r->start;
 	r->live_bytes = 0;
 	r->live_known = 0;
@@ -462,9 +463,10 @@ static int card_alive(void *ctx, uint64_t card)
  * few); a stale card is harmless meanwhile: rh_card_slots skips a free
  * source, a source eden reused is in every collection set and never
  * scanned, and one reused as old is scanned like any card, its entries
- * over-approximate (gc/remset.h). Eden regions are never sources (the
+ * over-approximate (gc/remset.h). Eden regions are not sources (the
  * barrier and needs_entry() skip them), so freeing them leaves nothing
- * stale. */
+ * stale, except one kept young for its pins (pin.Y1), whose slots were
+ * entered while it was in the set. */
 void rh_remsets_drop_freed(rh_heap *h)
 {
 	uint32_t old = h->n_old + h->n_humongous;

@@ -30,7 +30,7 @@ static uint64_t eden_used(const rh_heap *h)
 	uint64_t n = 0;
 	for (uint32_t i = 0; i < h->n_regions; i++)
 		if (h->regions[i].kind == RH_REGION_EDEN)
-			n += h->regions[i].top - h->regions[i].start;
+			n += rh_young_bytes(&h->regions[i]);
 	return n;
 }
 
@@ -442,18 +442,24 @@ static void size_eden(rh_gc *g)
 		sz->full_due = true;
 }
 
-/* A marking (a full collection, or a concurrent cycle's finish) that finds
- * most of what it covered live (a program building its long-lived data)
- * came too early: let the old generation grow further before the next. One
- * that frees most of it comes back toward the default. */
-void rh_sizing_marked(rh_heap *h, uint64_t live, uint64_t set)
+/* A stopped marking (a full collection) that finds most of what it
+ * covered live (a program building its long-lived data) came too early:
+ * let the old generation grow further before the next. One that frees
+ * most of it comes back toward the default. sizing.G1: a concurrent
+ * cycle's finding never lets it grow: the doubling spares a program a
+ * stopped pause per doubling of its structure, which a cycle does not
+ * cost, and a cycle that came while a temporary structure was being
+ * built (binary-trees' stretch tree) found it live, doubled the bound,
+ * and the next trees were promoted and died in the old generation until
+ * it reached 4.6 times the live data (docs/collector.md, "Sizing"). */
+void rh_sizing_marked(rh_heap *h, uint64_t live, uint64_t set, bool stopped)
 {
 	rh_sizing *sz = &h->sz;
 	sz->live_after_full = live;
 	sz->full_due = false;
 	if (set) {
 		double share = (double)live / (double)set;
-		if (share > 0.75 && sz->full_growth < 8)
+		if (share > 0.75 && sz->full_growth < 8 && stopped)
 			sz->full_growth *= 2;
 		else if (share < 0.5 && sz->full_growth > 2)
 			sz->full_growth /= 2;
@@ -477,7 +483,7 @@ void rh_sizing_cycle_done(rh_heap *h, uint64_t pauses)
 void rh_sizing_after(rh_gc *g)
 {
 	if (g->kind == RH_GC_FULL) {
-		rh_sizing_marked(g->h, g->h->marker.bytes_marked, g->set_bytes);
+		rh_sizing_marked(g->h, g->h->marker.bytes_marked, g->set_bytes, true);
 	} else {
 		measure(g);
 		choose_tenure(g);

@@ -76,10 +76,10 @@ void rh_sizing_init(rh_heap *h);
 /* After a collection's reclaim: measure it, then size eden, the warm pool
  * and the tenure age for the next. */
 void rh_sizing_after(rh_gc *g);
-/* A marking of the old generation (a full collection's, or a concurrent
- * cycle's) found `live` of the `set` bytes it covered: the bound of the
- * next starts from it. */
-void rh_sizing_marked(rh_heap *h, uint64_t live, uint64_t set);
+/* A marking of the old generation (a full collection's, stopped, or a
+ * concurrent cycle's) found `live` of the `set` bytes it covered: the
+ * bound of the next starts from it. */
+void rh_sizing_marked(rh_heap *h, uint64_t live, uint64_t set, bool stopped);
 /* Bytes in old and humongous regions. */
 uint64_t rh_sizing_old_used(const rh_heap *h);
 /* Whether the partial collection due now is better done as a full one. */

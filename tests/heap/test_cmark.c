@@ -14,6 +14,9 @@
  *               rounds, some with a full collection aborting the cycle.
  *   auto        an old generation past its bound starts a cycle by itself
  *               where a heap without concurrent marking collects in full.
+ *   growth      a cycle that finds everything live does not raise the old
+ *               generation's bound: promoted garbage past twice the live
+ *               data brings the next cycle (sizing.G1).
  *   churn       a heap mostly full of old data dying as it ages: the
  *               collector finishes a cycle inside a pause where the room
  *               runs short (sizing.C3), and every node kept is intact.
@@ -913,6 +916,64 @@ static void test_auto_start(void)
 	       U(off.collections), U(off.full_collections));
 }
 
+/* ------------------------------------------------------------ growth */
+
+/* sizing.G1: a concurrent cycle that finds nearly everything live does not
+ * let the old generation grow further before the next (it doubled the
+ * bound, as a stopped full collection still does): after a 25 MiB list
+ * marked all live, temporary lists promoted and dropped take the old
+ * generation to 70 MiB, past twice the live data; a cycle must then come
+ * by itself (with the bound doubled, not before 100 MiB). */
+#define GR_LIVE 100000 /* nodes of 256 bytes: 25 MiB */
+#define GR_TEMP 8000   /* a temporary list: 2 MiB */
+#define GR_OLD_MIB 70
+
+static uint64_t old_mib(void)
+{
+	rh_stats s = th_stats(heap);
+	return s.regions_old * (REGION_KIB << 10) >> 20;
+}
+
+static void test_growth(void)
+{
+	rh_config cfg;
+	th_config(&cfg, 256, REGION_KIB);
+	rh_mutator *m = open_precise(&cfg);
+	void *roots[2] = {NULL, NULL};
+	rh_frame f;
+	rh_push_frame(m, &f, roots, 2);
+	const uint64_t tag = 11ull << 40, ttag = 12ull << 40;
+	for (uint64_t i = 0; i < GR_LIVE; i++)
+		REQUIRE(push(m, &roots[0], tag | i, PAYLOAD), "push %llu", U(i));
+	tenure(m);
+	CHECK(rh_collect_concurrent(m, 1) == RH_OK);
+	uint64_t c1 = th_stats(heap).concurrent_cycles, most = 0;
+	for (uint64_t k = 0; old_mib() < GR_OLD_MIB && th_stats(heap).concurrent_cycles == c1;
+	     k++) {
+		for (uint64_t i = 0; i < GR_TEMP; i++)
+			REQUIRE(push(m, &roots[1], ttag | (k << 20) | i, PAYLOAD), "temp %llu",
+			        U(k));
+		tenure(m);
+		roots[1] = NULL;
+		most = old_mib() > most ? old_mib() : most;
+		REQUIRE(k < 400, "old generation stuck at %llu MiB", U(old_mib()));
+	}
+	double t0 = now_ms();
+	while (th_stats(heap).concurrent_cycles == c1 && now_ms() - t0 < 10000) {
+		junk(m, 4000);
+		rh_safepoint(m);
+	}
+	rh_stats s = th_stats(heap);
+	printf("growth: old generation up to %llu MiB, cycles %llu -> %llu, %llu full\n", U(most),
+	       U(c1), U(s.concurrent_cycles), U(s.full_collections));
+	CHECK(s.concurrent_cycles > c1,
+	      "no cycle with %llu MiB old for 25 MiB live: the bound grew (sizing.G1)", U(most));
+	CHECK(check_list(roots[0], tag | (GR_LIVE - 1), -1, GR_LIVE, PAYLOAD) == 0, "live list");
+	CHECK(rh_verify(m) == 0);
+	rh_pop_frame(m, &f);
+	close_heap(m);
+}
+
 /* ------------------------------------------------------------ churn */
 
 /* sizing.C2, C3 and O2: a heap kept mostly full of old data that dies as
@@ -1581,8 +1642,8 @@ int main(int argc, char **argv)
 	} cases[] = {
 	        {"config", test_config},         {"dead", test_dead_regions},
 	        {"sparse", test_sparse_regions}, {"satb", test_satb},
-	        {"auto", test_auto_start},       {"churn", test_churn},
-	        {"stress", test_stress},
+	        {"auto", test_auto_start},       {"growth", test_growth},
+	        {"churn", test_churn},           {"stress", test_stress},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		double t0 = now_ms();

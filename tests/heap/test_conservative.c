@@ -2,7 +2,8 @@
  * (of the collecting thread, or of another mutator parked meanwhile)
  * survives collections without moving, with its contents and the objects it
  * references intact, and counts in pinned_objects; a precisely rooted
- * sibling in the same region moves. With conservative scanning off, an
+ * sibling in the same region moves; an eden region kept for a pin stays
+ * young (pin.Y1). With conservative scanning off, an
  * object that a local also references moves like any other.
  *
  * Shadow-stack slots here are static, not on the native stack, so that the
@@ -163,6 +164,56 @@ static NOINLINE void test_precise_only(rh_mutator *m, bool conservative)
 	rh_set_conservative(heap, true);
 }
 
+/* pin.Y1: an eden region kept by a partial collection only for its pins
+ * stays young, so that the next partial collection moves what is live out
+ * of it once unpinned: it does not become old, where its garbage would
+ * wait for a marking. Runs first, on a fresh heap, so that nothing else
+ * is promoted meanwhile. */
+static NOINLINE struct node *setup_pinned_young(rh_mutator *m)
+{
+	struct node *g = new_node(m, 887);
+	struct node *n = new_node(m, 888);
+	for (int i = 0; i < 64; i++)
+		REQUIRE(rh_alloc_array(m, t_bytes, 500) != NULL);
+	return g ? n : NULL;
+}
+
+/* Pins an object by a local through a partial collection; leaves it in
+ * pslots[3] and returns its masked address. Its frame is gone (and
+ * scrubbed) before the next collection, so no copy of the address pins
+ * it again. */
+static NOINLINE uint64_t pin_young_once(rh_mutator *m)
+{
+	struct node *volatile keep = setup_pinned_young(m);
+	uint64_t kh = hide(keep);
+	scrub_stack();
+	rh_stats s0 = th_stats(heap);
+	CHECK(s0.regions_old == 0, "%llu old regions before any collection",
+	      (unsigned long long)s0.regions_old);
+	CHECK(rh_collect(m, 0) == 0);
+	rh_stats s1 = th_stats(heap);
+	CHECK(s1.pinned_objects > s0.pinned_objects, "nothing pinned");
+	CHECK(hide(keep) == kh && node_ok(keep, 888), "pinned object moved or damaged");
+	CHECK(s1.regions_old == 0,
+	      "the eden region kept for its pin became old (%llu old regions): pin.Y1",
+	      (unsigned long long)s1.regions_old);
+	pslots[3] = keep;
+	keep = NULL;
+	return kh;
+}
+
+static NOINLINE void test_pinned_young(rh_mutator *m)
+{
+	uint64_t kh = pin_young_once(m);
+	scrub_stack();
+	/* Unpinned (held precisely now), it moves at the next pause. */
+	CHECK(rh_collect(m, 0) == 0);
+	CHECK(pslots[3] != unhide(kh), "the object stayed in its region once unpinned");
+	CHECK(node_ok(pslots[3], 888), "the object kept young is damaged after its move");
+	CHECK(rh_verify(m) == 0);
+	pslots[3] = NULL;
+}
+
 /* Another mutator holds F only in a local while parked. */
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
@@ -240,6 +291,7 @@ int main(void)
 	rh_mutator *m = th_attach(heap);
 	rh_frame f;
 	rh_push_frame(m, &f, pslots, 4);
+	test_pinned_young(m);
 	test_local_pins(m);
 	test_interior(m);
 	test_precise_only(m, false);
