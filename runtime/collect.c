@@ -289,6 +289,7 @@ kept:
 	if (r->kind == RH_REGION_EDEN && stays_young(g, r)) {
 		r->kept_young = 1;
 	} else if (r->kind == RH_REGION_EDEN) {
+		r->kept_young = 0; /* an old region counts as a source anyway */
 		pthread_mutex_lock(&h->alloc_lock);
 		r->kind = RH_REGION_OLD;
 		h->n_eden--;
