@@ -171,10 +171,14 @@ static NOINLINE void test_precise_only(rh_mutator *m, bool conservative)
  * is promoted meanwhile. */
 static NOINLINE struct node *setup_pinned_young(rh_mutator *m)
 {
+	/* g is allocated first and used in the return: without it (8b1169b)
+	 * a stale copy of n's address stayed where the conservative scan saw
+	 * it, and n was still pinned at the second collection, every run. */
+	struct node *g = new_node(m, 887);
 	struct node *n = new_node(m, 888);
-	for (int i = 0; i < 64; i++) /* garbage beside it */
+	for (int i = 0; i < 64; i++)
 		REQUIRE(rh_alloc_array(m, t_bytes, 500) != NULL);
-	return n;
+	return g ? n : NULL;
 }
 
 /* Pins an object by a local through a partial collection; leaves it in
